@@ -1,0 +1,34 @@
+// Command-line flags for trinity subcommands: "--name value", "--name=value" and boolean
+// "--flag". Each command declares its flags; unknown or missing flags are ConfigErrors that name
+// the flag and list the valid ones.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace trinity::cli {
+
+class Args {
+ public:
+  // `spec`: flag names a command accepts; names ending in '!' are boolean switches ("tie!").
+  Args(const std::string& command, const std::vector<std::string>& argv,
+       const std::vector<std::string>& spec);
+
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+  std::string str(const std::string& name) const;  // required
+  std::string str(const std::string& name, const std::string& def) const;
+  int64_t i64(const std::string& name) const;
+  int64_t i64(const std::string& name, int64_t def) const;
+  double f64(const std::string& name, double def) const;
+  bool flag(const std::string& name) const { return has(name); }
+  const std::vector<std::string>& positional() const { return positional_; }
+
+ private:
+  std::string command_;
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+}  // namespace trinity::cli

@@ -1,0 +1,17 @@
+// Subcommand entry points of the `trinity` binary. Each takes the arguments after its name and
+// returns the process exit code; errors are thrown as trinity::Error and reported by main().
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trinity::cli {
+
+using Argv = std::vector<std::string>;
+
+int cmd_init_model(const Argv& args);
+int cmd_debug_logprobs(const Argv& args);
+int cmd_debug_grad(const Argv& args);
+int cmd_demo(const Argv& args);
+
+}  // namespace trinity::cli

@@ -1,0 +1,69 @@
+// trinity main: dispatches to subcommands; turns any trinity::Error into one line on stderr and
+// exit code 1 (2 for usage errors).
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+using trinity::cli::Argv;
+
+struct Command {
+  const char* name;  // may contain a space: "debug logprobs"
+  int (*fn)(const Argv&);
+  const char* help;
+};
+
+const Command kCommands[] = {
+    {"demo", trinity::cli::cmd_demo, "init a small model and print logprobs (engine demo)"},
+    {"init-model", trinity::cli::cmd_init_model, "write a random-init HF checkpoint"},
+    {"debug logprobs", trinity::cli::cmd_debug_logprobs,
+     "per-token logprobs and entropy of token sequences"},
+    {"debug grad", trinity::cli::cmd_debug_grad, "gradient of -sum(logprobs) for every parameter"},
+};
+
+void usage(FILE* f) {
+  std::fprintf(f, "usage: trinity <command> [flags]\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(f, "  %-18s %s\n", c.name, c.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    usage(args.empty() ? stderr : stdout);
+    return args.empty() ? 2 : 0;
+  }
+  const Command* found = nullptr;
+  size_t consumed = 0;
+  for (const auto& c : kCommands) {
+    const std::string name = c.name;
+    const auto sp = name.find(' ');
+    if (sp == std::string::npos) {
+      if (args[0] == name) found = &c, consumed = 1;
+    } else if (args.size() >= 2 && args[0] == name.substr(0, sp) && args[1] == name.substr(sp + 1)) {
+      found = &c, consumed = 2;
+    }
+    if (found) break;
+  }
+  if (!found) {
+    std::fprintf(stderr, "trinity: unknown command '%s'\n", args[0].c_str());
+    usage(stderr);
+    return 2;
+  }
+  try {
+    return found->fn(Argv(args.begin() + static_cast<long>(consumed), args.end()));
+  } catch (const trinity::Error& e) {
+    std::fprintf(stderr, "trinity: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trinity: internal error: %s\n", e.what());
+    return 1;
+  }
+}

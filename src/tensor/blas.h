@@ -1,0 +1,20 @@
+// Row-major sgemm over OpenBLAS. Before any library loads, an ELF preinit hook sets
+// OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs (Debian's OpenBLAS 0.3.21 otherwise picks slow
+// generic kernels) and OMP_WAIT_POLICY=PASSIVE; values the user set are kept.
+#pragma once
+
+namespace trinity::tensor {
+
+// C[M,N] = alpha * op(A)[M,K] * op(B)[K,N] + beta * C. Row-major; lda/ldb/ldc are row strides.
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+          const float* b, int ldb, float beta, float* c, int ldc);
+
+// Naive double-accumulating reference of gemm (the test oracle).
+void gemm_ref(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+              int lda, const float* b, int ldb, float beta, float* c, int ldc);
+
+// The OpenBLAS core the library selected ("SkylakeX", "Haswell", ...), for logs and benchmarks.
+const char* blas_core_name();
+void blas_set_threads(int n);
+
+}  // namespace trinity::tensor
