@@ -1,0 +1,35 @@
+// Hugging Face checkpoint directories: save a model as config.json + model.safetensors (+ the
+// tokenizer files of the source model, when it had them) so transformers loads it as is.
+// The directory is written atomically: everything goes to "<dir>.tmp.<pid>" and is renamed into
+// place, so a crash never leaves a half checkpoint at <dir>.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace trinity::model {
+
+struct SaveOptions {
+  tensor::DType dtype = tensor::DType::kF32;  // F32 or BF16 on disk
+  std::string copy_tokenizer_from;           // source model dir ("" = none)
+};
+
+// Writes <dir>/config.json (torch_dtype set to match `dtype`), <dir>/model.safetensors and, when
+// opts.copy_tokenizer_from has them, tokenizer.json, tokenizer_config.json, special_tokens_map.json,
+// vocab.json, merges.txt, generation_config.json. Replaces an existing <dir> atomically.
+void save_checkpoint(const std::string& dir, const ModelConfig& cfg,
+                     const std::vector<NamedTensor>& tensors, const SaveOptions& opts = {});
+
+// The HF parameter names and shapes of a model config, in a fixed order (embedding, per layer
+// q/k/v/o (+bias, +q/k norm), input/post-attention norms, MLP gate/up/down, final norm, lm_head
+// unless tied). This is the single source of truth for parameter naming.
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+std::vector<ParamSpec> param_specs(const ModelConfig& cfg);
+
+}  // namespace trinity::model
