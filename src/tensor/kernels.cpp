@@ -1,0 +1,173 @@
+// Fast CPU kernels (see kernels.h). Row loops run on the OpenMP pool; matmuls go to BLAS sgemm.
+// Reductions over rows (dweight) use per-thread partial sums, reduced in a fixed order so results do
+// not depend on scheduling.
+#include "tensor/kernels.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/parallel.h"
+#include "tensor/blas.h"
+
+namespace trinity::tensor {
+
+void embedding_forward(float* out, const int32_t* ids, const float* wte, int64_t n, int64_t c) {
+  parallel_for(n, [&](int64_t i) {
+    std::memcpy(out + i * c, wte + static_cast<int64_t>(ids[i]) * c, sizeof(float) * c);
+  });
+}
+
+void embedding_backward(float* dwte, const float* dout, const int32_t* ids, int64_t n, int64_t c) {
+  // Rows may repeat ids: split the channels across threads instead of the rows.
+  const int64_t nt = num_threads();
+  const int64_t chunk = (c + nt - 1) / nt;
+  parallel_for(nt, [&](int64_t t) {
+    const int64_t c0 = t * chunk, c1 = std::min(c, c0 + chunk);
+    for (int64_t i = 0; i < n; ++i) {
+      float* d = dwte + static_cast<int64_t>(ids[i]) * c;
+      const float* g = dout + i * c;
+      for (int64_t j = c0; j < c1; ++j) d[j] += g[j];
+    }
+  });
+}
+
+void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, int64_t n,
+                     int64_t c, float eps) {
+  parallel_for(n, [&](int64_t i) {
+    const float* x = in + i * c;
+    float* y = out + i * c;
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int64_t j = 0; j < c; ++j) ss += x[j] * x[j];
+    const float r = 1.0f / std::sqrt(ss / static_cast<float>(c) + eps);
+    rstd[i] = r;
+    for (int64_t j = 0; j < c; ++j) y[j] = w[j] * (x[j] * r);
+  });
+}
+
+void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in, const float* w,
+                      const float* rstd, int64_t n, int64_t c) {
+  const int nt = num_threads();
+  std::vector<float> partial(static_cast<size_t>(nt) * static_cast<size_t>(c), 0.0f);
+#pragma omp parallel num_threads(nt)
+  {
+    float* pdw = partial.data() + static_cast<size_t>(omp_get_thread_num()) * static_cast<size_t>(c);
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      const float* x = in + i * c;
+      const float* g = dout + i * c;
+      float* dx = din + i * c;
+      const float r = rstd[i];
+      float dot = 0.0f;  // sum_j g_j w_j x_j
+#pragma omp simd reduction(+ : dot)
+      for (int64_t j = 0; j < c; ++j) dot += g[j] * w[j] * x[j];
+      const float k = dot * r * r * r / static_cast<float>(c);
+      for (int64_t j = 0; j < c; ++j) {
+        dx[j] += g[j] * w[j] * r - k * x[j];
+        pdw[j] += g[j] * x[j] * r;
+      }
+    }
+  }
+  for (int t = 0; t < nt; ++t) {
+    const float* p = partial.data() + static_cast<size_t>(t) * static_cast<size_t>(c);
+    for (int64_t j = 0; j < c; ++j) dw[j] += p[j];
+  }
+}
+
+void rope_forward(float* x, const int32_t* pos, const float* cos_t, const float* sin_t, int64_t n,
+                  int64_t h, int64_t hs) {
+  const int64_t half = hs / 2;
+  parallel_for(n, [&](int64_t i) {
+    const float* cs = cos_t + static_cast<int64_t>(pos[i]) * half;
+    const float* sn = sin_t + static_cast<int64_t>(pos[i]) * half;
+    for (int64_t hh = 0; hh < h; ++hh) {
+      float* v = x + (i * h + hh) * hs;
+      for (int64_t j = 0; j < half; ++j) {
+        const float x1 = v[j], x2 = v[j + half];
+        v[j] = x1 * cs[j] - x2 * sn[j];
+        v[j + half] = x2 * cs[j] + x1 * sn[j];
+      }
+    }
+  });
+}
+
+void rope_backward(float* dx, const int32_t* pos, const float* cos_t, const float* sin_t,
+                   int64_t n, int64_t h, int64_t hs) {
+  const int64_t half = hs / 2;
+  parallel_for(n, [&](int64_t i) {
+    const float* cs = cos_t + static_cast<int64_t>(pos[i]) * half;
+    const float* sn = sin_t + static_cast<int64_t>(pos[i]) * half;
+    for (int64_t hh = 0; hh < h; ++hh) {
+      float* v = dx + (i * h + hh) * hs;
+      for (int64_t j = 0; j < half; ++j) {
+        const float g1 = v[j], g2 = v[j + half];
+        v[j] = g1 * cs[j] + g2 * sn[j];
+        v[j + half] = g2 * cs[j] - g1 * sn[j];
+      }
+    }
+  });
+}
+
+void swiglu_forward(float* out, const float* gate, const float* up, int64_t n_elems) {
+  const int64_t blk = 4096;
+  parallel_for((n_elems + blk - 1) / blk, [&](int64_t b) {
+    const int64_t e = std::min(n_elems, (b + 1) * blk);
+    for (int64_t i = b * blk; i < e; ++i) {
+      const float g = gate[i];
+      out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+  });
+}
+
+void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
+                     const float* up, int64_t n_elems) {
+  const int64_t blk = 4096;
+  parallel_for((n_elems + blk - 1) / blk, [&](int64_t b) {
+    const int64_t e = std::min(n_elems, (b + 1) * blk);
+    for (int64_t i = b * blk; i < e; ++i) {
+      const float g = gate[i];
+      const float s = 1.0f / (1.0f + std::exp(-g));
+      const float silu = g * s;
+      dup[i] += dout[i] * silu;
+      dgate[i] += dout[i] * up[i] * s * (1.0f + g * (1.0f - s));
+    }
+  });
+}
+
+void linear_forward(float* y, const float* x, const float* w, const float* b, int64_t n,
+                    int64_t ic, int64_t oc) {
+  const int in = static_cast<int>(n), iic = static_cast<int>(ic), ioc = static_cast<int>(oc);
+  if (b) {
+    parallel_for(n, [&](int64_t i) { std::memcpy(y + i * oc, b, sizeof(float) * oc); });
+  }
+  gemm(false, true, in, ioc, iic, 1.0f, x, iic, w, iic, b ? 1.0f : 0.0f, y, ioc);
+}
+
+void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,
+                     const float* w, int64_t n, int64_t ic, int64_t oc) {
+  const int in = static_cast<int>(n), iic = static_cast<int>(ic), ioc = static_cast<int>(oc);
+  if (dx) gemm(false, false, in, iic, ioc, 1.0f, dy, ioc, w, iic, 1.0f, dx, iic);
+  gemm(true, false, ioc, iic, in, 1.0f, dy, ioc, x, iic, 1.0f, dw, iic);
+  if (db) {
+    const int64_t nt = num_threads();
+    const int64_t chunk = (oc + nt - 1) / nt;
+    parallel_for(nt, [&](int64_t t) {
+      const int64_t c0 = t * chunk, c1 = std::min(oc, c0 + chunk);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = c0; j < c1; ++j) db[j] += dy[i * oc + j];
+    });
+  }
+}
+
+void add(float* out, const float* a, const float* b, int64_t n) {
+  const int64_t blk = 8192;
+  parallel_for((n + blk - 1) / blk, [&](int64_t k) {
+    const int64_t e = std::min(n, (k + 1) * blk);
+    for (int64_t i = k * blk; i < e; ++i) out[i] = a[i] + b[i];
+  });
+}
+
+}  // namespace trinity::tensor

@@ -1,0 +1,34 @@
+// Causal grouped-query attention over a packed batch of variable-length sequences.
+// Rows of sequence b are seq_start[b] .. seq_start[b+1]-1; positions restart at 0 per sequence and
+// no row attends across sequences. Query head h reads kv head h / (NH / NKV).
+// Forward saves lse (log-sum-exp of each row's scores) so backward recomputes the probabilities
+// instead of storing T x T per head: memory O(N * NH), scratch O(T * HS) per thread.
+#pragma once
+
+#include <cstdint>
+
+namespace trinity::tensor {
+
+struct AttnShape {
+  int64_t nh = 0;   // query heads NH
+  int64_t nkv = 0;  // kv heads NKV
+  int64_t hs = 0;   // head size HS
+};
+
+// out = softmax(q k^T / sqrt(HS) + causal) v, per sequence and head.
+void attention_forward(float* out /*[N, NH*HS]*/, float* lse /*[N, NH]*/,
+                       const float* q /*[N, NH*HS]*/, const float* k /*[N, NKV*HS]*/,
+                       const float* v /*[N, NKV*HS]*/, const int64_t* seq_start /*[B+1]*/,
+                       int64_t b, AttnShape s);
+
+// Accumulates dq, dk, dv (+=) given dout and the forward's q, k, v, out, lse.
+void attention_backward(float* dq /*[N, NH*HS]*/, float* dk /*[N, NKV*HS]*/,
+                        float* dv /*[N, NKV*HS]*/, const float* dout /*[N, NH*HS]*/,
+                        const float* q, const float* k, const float* v, const float* out,
+                        const float* lse, const int64_t* seq_start, int64_t b, AttnShape s);
+
+// Naive double-precision reference (forward only; backward is checked by finite differences).
+void attention_forward_ref(float* out, float* lse, const float* q, const float* k, const float* v,
+                           const int64_t* seq_start, int64_t b, AttnShape s);
+
+}  // namespace trinity::tensor
