@@ -20,6 +20,7 @@ struct RopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+  bool operator==(const RopeScaling&) const = default;
 };
 
 struct ModelConfig {
@@ -46,7 +47,15 @@ struct ModelConfig {
   void validate() const;
   // Parameter count (embedding counted once when tied).
   int64_t num_params() const;
+  // Whether self_attn.o_proj has a bias: HF llama/qwen3 use bias=config.attention_bias for
+  // o_proj too; qwen2 never has one (its q/k/v bias is hard-wired, o_proj bias=False).
+  bool o_proj_bias() const { return attention_bias && arch != Arch::kQwen2; }
+  bool operator==(const ModelConfig&) const = default;
 };
+
+// A config with the family's fixed traits set (qwen2: attention_bias; qwen3: qk_norm) and HF's
+// defaults for the rest; sizes are left 0 for the caller to fill in.
+ModelConfig default_config(Arch arch);
 
 // Parses config.json text; `source` names the file in errors.
 ModelConfig parse_config(const std::string& json_text, const std::string& source);
