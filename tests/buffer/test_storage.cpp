@@ -1,0 +1,363 @@
+// Storages in one process: round trips (queue, sqlite, file), read order, leases, pending rewards,
+// replay priorities and cooldown, min_model_version, resume through state()/load_state().
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "buffer/file_storage.h"
+#include "buffer/queue_storage.h"
+#include "buffer/sqlite_storage.h"
+#include "buffer/storage.h"
+#include "core/error.h"
+#include "test_util.h"
+
+using namespace trinity::buffer;
+using trinity::buffer::testing::make_exp;
+using trinity::buffer::testing::temp_dir;
+
+namespace {
+
+StorageConfig cfg_for(const std::string& type, const std::string& path = "") {
+  StorageConfig c;
+  c.storage_type = type;
+  c.path = path;
+  c.name = "exp";
+  return c;
+}
+
+ReadRequest req(size_t n, double timeout = 0.2) {
+  ReadRequest r;
+  r.batch_size = n;
+  r.timeout_s = timeout;
+  return r;
+}
+
+std::vector<std::unique_ptr<ExperienceStorage>> all_durable(const std::string& dir) {
+  std::vector<std::unique_ptr<ExperienceStorage>> v;
+  v.push_back(open_storage(cfg_for("sql", "sqlite:///" + dir + "/b.db")));
+  v.push_back(open_storage(cfg_for("file", dir + "/b.jsonl")));
+  return v;
+}
+
+}  // namespace
+
+TEST(BufferStorage, RoundTripEveryStorage) {
+  const std::string dir = temp_dir("rt");
+  std::vector<std::unique_ptr<ExperienceStorage>> stores = all_durable(dir);
+  stores.push_back(open_storage(cfg_for("queue")));
+  for (auto& s : stores) {
+    std::vector<Experience> in;
+    for (int i = 0; i < 20; ++i) in.push_back(make_exp(i, 30 + i, false, i % 4));
+    ASSERT_TRUE(s->write(in));
+    std::vector<Experience> out;
+    for (;;) {
+      ReadResult r = s->read(req(6));
+      for (auto& e : r.batch) out.push_back(std::move(e));
+      if (!r.lease.empty()) s->ack(r.lease);
+      if (r.status != ReadStatus::kOk) break;
+    }
+    // queue and file return everything in order; sqlite returns 18 (3 full batches, newest first)
+    ASSERT_GE(out.size(), 18u) << s->describe();
+    for (const auto& e : out) {
+      auto it = std::find_if(in.begin(), in.end(), [&](const Experience& x) { return x.eid == e.eid; });
+      ASSERT_NE(it, in.end());
+      Experience expect = *it;
+      expect.use_count = e.use_count;  // storages count uses
+      EXPECT_TRUE(e == expect) << s->describe() << " " << e.eid.uid();
+    }
+  }
+}
+
+TEST(BufferStorage, SqliteAcceptsUrlsAndNewestFirst) {
+  const std::string dir = temp_dir("order");
+  EXPECT_EQ(sqlite_path_from_url("sqlite:////abs/x.db"), "/abs/x.db");
+  EXPECT_EQ(sqlite_path_from_url("sqlite:///rel/x.db"), "rel/x.db");
+  EXPECT_THROW(sqlite_path_from_url("postgresql://h/db"), trinity::UnsupportedError);
+  auto s = open_storage(cfg_for("sqlite", dir + "/o.db"));
+  std::vector<Experience> in;
+  for (int i = 0; i < 10; ++i) in.push_back(make_exp(i));
+  s->write(in);
+  ReadResult r = s->read(req(3));
+  ASSERT_EQ(r.status, ReadStatus::kOk);
+  EXPECT_EQ(r.batch[0].eid, in[9].eid);
+  EXPECT_EQ(r.batch[2].eid, in[7].eid);
+  // A full batch only: 7 left, ask for 8 -> timeout with nothing leased.
+  ReadResult r2 = s->read(req(8, 0.05));
+  EXPECT_EQ(r2.status, ReadStatus::kTimeout);
+  EXPECT_TRUE(r2.batch.empty());
+  ReadRequest partial = req(8, 0.05);
+  partial.allow_partial = true;
+  ReadResult r3 = s->read(partial);
+  EXPECT_EQ(r3.status, ReadStatus::kTimeout);
+  EXPECT_EQ(r3.batch.size(), 7u);
+  // The same file opened through a URL sees the same table.
+  auto view = open_storage_url("sqlite:///" + dir + "/o.db#exp");
+  StorageStats st = view->stats();
+  EXPECT_EQ(st.total, 10);
+  EXPECT_EQ(st.leased, 10);
+}
+
+TEST(BufferStorage, LeaseExpiryAndReleaseGiveBatchesBack) {
+  const std::string dir = temp_dir("lease");
+  for (std::string type : {"queue", "sql"}) {
+    StorageConfig c = cfg_for(type, type == "sql" ? dir + "/l.db" : "");
+    c.lease_timeout = 0.3;
+    auto s = open_storage(c);
+    std::vector<Experience> in;
+    for (int i = 0; i < 4; ++i) in.push_back(make_exp(i));
+    s->write(in);
+    ReadResult a = s->read(req(4));
+    ASSERT_EQ(a.status, ReadStatus::kOk) << type;
+    EXPECT_EQ(s->read(req(1, 0.05)).status, ReadStatus::kTimeout) << type;
+    ReadResult b = s->read(req(4, 2.0));  // waits for the lease to expire
+    ASSERT_EQ(b.status, ReadStatus::kOk) << type;
+    EXPECT_EQ(b.batch[0].use_count, 1) << type;  // the expired lease did not count as a use
+    s->ack(a.lease);                             // stale ack of an expired lease changes nothing
+    s->release(b.lease);
+    ReadResult c2 = s->read(req(4, 0.05));
+    ASSERT_EQ(c2.status, ReadStatus::kOk) << type;
+    s->ack(c2.lease);
+    EXPECT_EQ(s->read(req(1, 0.05)).status, ReadStatus::kTimeout) << type;
+    EXPECT_EQ(s->stats().consumed, 4) << type;
+  }
+}
+
+TEST(BufferStorage, PendingRewardsAreHeldBack) {
+  const std::string dir = temp_dir("pending");
+  for (std::string type : {"queue", "sql"}) {
+    auto s = open_storage(cfg_for(type, type == "sql" ? dir + "/p.db" : ""));
+    std::vector<Experience> in;
+    for (int i = 0; i < 6; ++i) {
+      Experience e = make_exp(i, 12, /*pending=*/true);
+      e.eid.batch = "3";
+      e.eid.task = i / 3;  // two groups: 3/0 and 3/1
+      in.push_back(e);
+    }
+    s->write(in);
+    EXPECT_EQ(s->stats().pending, 6) << type;
+    EXPECT_EQ(s->read(req(1, 0.05)).status, ReadStatus::kTimeout) << type;
+    EXPECT_EQ(s->set_reward({in[0].eid.uid(), in[1].eid.uid(), "no/such/uid"}, 1.0), 2u) << type;
+    ReadResult r = s->read(req(2));
+    ASSERT_EQ(r.status, ReadStatus::kOk) << type;
+    for (auto& e : r.batch) EXPECT_EQ(e.reward, 1.0) << type;
+    EXPECT_EQ(s->set_group_reward("3/1", -1.0), 3u) << type;
+    EXPECT_EQ(s->set_group_reward("3/1", 5.0), 0u) << type;  // already rewarded
+    ReadResult g = s->read(req(3));
+    ASSERT_EQ(g.status, ReadStatus::kOk) << type;
+    for (auto& e : g.batch) {
+      EXPECT_EQ(e.eid.tid(), "3/1");
+      EXPECT_EQ(e.reward, -1.0);
+    }
+    EXPECT_EQ(s->stats().pending, 1) << type;
+  }
+}
+
+TEST(BufferStorage, MinModelVersionFilters) {
+  const std::string dir = temp_dir("mmv");
+  for (std::string type : {"queue", "sql"}) {
+    auto s = open_storage(cfg_for(type, type == "sql" ? dir + "/m.db" : ""));
+    std::vector<Experience> in;
+    for (int i = 0; i < 8; ++i) in.push_back(make_exp(i, 12, false, i));
+    s->write(in);
+    ReadRequest r = req(4);
+    r.min_model_version = 4;
+    ReadResult out = s->read(r);
+    ASSERT_EQ(out.status, ReadStatus::kOk) << type;
+    for (auto& e : out.batch) EXPECT_GE(e.model_version, 4) << type;
+    EXPECT_EQ(s->read(r).status, ReadStatus::kTimeout) << type;
+  }
+}
+
+TEST(BufferStorage, ReplayPriorityAndCooldown) {
+  const std::string dir = temp_dir("replay");
+  for (std::string type : {"queue", "sql"}) {
+    StorageConfig c = cfg_for(type, type == "sql" ? dir + "/r.db" : "");
+    c.replay_buffer.enable = true;
+    c.replay_buffer.priority_fn = "linear_decay";
+    c.replay_buffer.decay = 2.0;
+    c.replay_buffer.reuse_cooldown_time = 0.2;
+    auto s = open_storage(c);
+    // versions 0, 1, 5: priority = version - 2 * use_count
+    s->write({make_exp(0, 12, false, 0), make_exp(1, 12, false, 1), make_exp(2, 12, false, 5)});
+    ReadResult a = s->read(req(1));
+    ASSERT_EQ(a.status, ReadStatus::kOk) << type;
+    EXPECT_EQ(a.batch[0].model_version, 5) << type;
+    EXPECT_EQ(a.batch[0].use_count, 1) << type;
+    s->ack(a.lease);
+    // During the cooldown the v5 experience is not available: next highest is v1.
+    ReadResult b = s->read(req(1, 0.01));
+    EXPECT_EQ(b.batch.at(0).model_version, 1) << type;
+    s->ack(b.lease);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // After cooldown: v5 has priority 5 - 2 = 3 > v0 (0) > v1 (1 - 2 = -1).
+    ReadResult c3 = s->read(req(3));
+    ASSERT_EQ(c3.status, ReadStatus::kOk) << type;
+    EXPECT_EQ(c3.batch[0].model_version, 5) << type;
+    EXPECT_EQ(c3.batch[0].use_count, 2) << type;
+    EXPECT_EQ(c3.batch[1].model_version, 0) << type;
+    EXPECT_EQ(c3.batch[2].model_version, 1) << type;
+  }
+}
+
+TEST(BufferStorage, ReplayUseCountLimit) {
+  const std::string dir = temp_dir("limit");
+  for (std::string type : {"queue", "sql"}) {
+    StorageConfig c = cfg_for(type, type == "sql" ? dir + "/u.db" : "");
+    c.replay_buffer.enable = true;
+    c.replay_buffer.priority_fn = "decay_limit_randomization";
+    c.replay_buffer.use_count_limit = 2;
+    c.replay_buffer.reuse_cooldown_time = 0.0;
+    auto s = open_storage(c);
+    s->write({make_exp(0)});
+    int uses = 0;
+    for (int k = 0; k < 5; ++k) {
+      ReadResult r = s->read(req(1, 0.05));
+      if (r.status != ReadStatus::kOk) break;
+      ++uses;
+      s->ack(r.lease);
+    }
+    EXPECT_EQ(uses, 2) << type;
+  }
+  StorageConfig bad = cfg_for("queue");
+  bad.replay_buffer.enable = true;
+  bad.replay_buffer.priority_fn = "nope";
+  EXPECT_THROW(open_storage(bad), trinity::ConfigError);
+}
+
+TEST(BufferStorage, QueueBlocksAndCloses) {
+  StorageConfig c = cfg_for("queue");
+  c.capacity = 4;
+  QueueStorage q(c);
+  std::vector<Experience> four;
+  for (int i = 0; i < 4; ++i) four.push_back(make_exp(i));
+  ASSERT_TRUE(q.write(four));
+  EXPECT_FALSE(q.write({make_exp(9)}, 0.05));  // full: times out (a return value)
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ReadResult r = q.read(req(2));
+    q.ack(r.lease);
+  });
+  EXPECT_TRUE(q.write({make_exp(10), make_exp(11)}, 5.0));  // unblocked by the reader
+  reader.join();
+  ReadResult drain = q.read(req(4));
+  ASSERT_EQ(drain.status, ReadStatus::kOk);
+  q.ack(drain.lease);
+  // A blocked reader is woken by writers.
+  ReadResult big;
+  std::thread r2([&] { big = q.read(req(2, 5.0)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  q.write({make_exp(12)});
+  q.write({make_exp(13)});
+  r2.join();
+  EXPECT_EQ(big.status, ReadStatus::kOk);
+  q.ack(big.lease);
+  q.write({make_exp(14)});
+  q.close();
+  ReadResult last = q.read(req(4, 5.0));
+  EXPECT_EQ(last.status, ReadStatus::kClosed);
+  EXPECT_EQ(last.batch.size(), 1u);
+  q.ack(last.lease);  // an open lease could still be given back: drained means none is left
+  EXPECT_EQ(q.read(req(4, 5.0)).status, ReadStatus::kClosed);
+}
+
+TEST(BufferStorage, QueueMirrorsToBackup) {
+  const std::string dir = temp_dir("mirror");
+  StorageConfig c = cfg_for("queue", dir + "/backup.jsonl");
+  auto q = open_storage(c);
+  q->write({make_exp(0), make_exp(1)});
+  auto f = open_storage_url(dir + "/backup.jsonl");
+  EXPECT_EQ(f->stats().total, 2);
+}
+
+TEST(BufferStorage, SqliteResumeIsExact) {
+  const std::string dir = temp_dir("resume");
+  const std::string path = dir + "/res.db";
+  std::set<std::string> trained;
+  std::vector<Experience> in;
+  for (int i = 0; i < 12; ++i) in.push_back(make_exp(i));
+  std::string checkpoint;
+  {
+    StorageConfig c = cfg_for("sql", path);
+    c.lease_timeout = 3600;  // a crash must not rely on expiry
+    auto s = open_storage(c);
+    s->write(in);
+    // step 1: read, train, checkpoint (state), ack
+    ReadResult r1 = s->read(req(4));
+    for (auto& e : r1.batch) trained.insert(e.eid.uid());
+    checkpoint = s->state();
+    s->ack(r1.lease);
+    // step 2: read, train, checkpoint, then crash before ack
+    ReadResult r2 = s->read(req(4));
+    for (auto& e : r2.batch) trained.insert(e.eid.uid());
+    checkpoint = s->state();
+    // step 3: read, crash before training finishes (not in any checkpoint)
+    ReadResult r3 = s->read(req(4));
+    ASSERT_EQ(r3.status, ReadStatus::kOk);
+  }  // process "dies": leases of r2 and r3 are open
+  StorageConfig c = cfg_for("sql", path);
+  c.lease_timeout = 3600;
+  auto s = open_storage(c);
+  s->load_state(checkpoint);  // acks r2 (covered), gives r3 back at once
+  ReadResult r = s->read(req(4));
+  ASSERT_EQ(r.status, ReadStatus::kOk);
+  for (auto& e : r.batch) EXPECT_TRUE(trained.insert(e.eid.uid()).second) << "trained twice: " << e.eid.uid();
+  s->ack(r.lease);
+  EXPECT_EQ(trained.size(), 12u);
+  EXPECT_EQ(s->read(req(1, 0.05)).status, ReadStatus::kTimeout);
+}
+
+TEST(BufferStorage, FileResumeContinuesAtOffset) {
+  const std::string dir = temp_dir("fres");
+  StorageConfig c = cfg_for("file", dir + "/e.jsonl");
+  std::vector<Experience> in;
+  for (int i = 0; i < 10; ++i) in.push_back(make_exp(i));
+  FileStorage(c).write(in);
+  std::string st;
+  {
+    FileStorage f(c);
+    f.read(req(3));
+    f.read(req(3));
+    st = f.state();
+  }
+  FileStorage f(c);
+  f.load_state(st);
+  ReadResult r = f.read(req(3));
+  ASSERT_EQ(r.status, ReadStatus::kOk);
+  EXPECT_EQ(r.batch[0].eid, in[6].eid);
+  ReadResult end = f.read(req(3));
+  EXPECT_EQ(end.status, ReadStatus::kClosed);
+  EXPECT_EQ(end.batch.size(), 1u);
+}
+
+TEST(BufferStorage, MalformedFileNamesLine) {
+  const std::string dir = temp_dir("bad");
+  const std::string p = dir + "/bad.jsonl";
+  {
+    std::ofstream o(p);
+    o << experience_to_json(make_exp(0)) << "\n\n" << "{\"tokens\": [1,2,\n";
+  }
+  FileStorage f(cfg_for("file", p));
+  try {
+    f.read(req(5));
+    FAIL();
+  } catch (const trinity::ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.jsonl:3"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(open_storage(cfg_for("file", dir + "/x.parquet")), trinity::UnsupportedError);
+  EXPECT_THROW(open_storage_url(dir + "/x.parquet"), trinity::UnsupportedError);
+  EXPECT_THROW(open_storage(cfg_for("redis")), trinity::ConfigError);
+  EXPECT_THROW(FileStorage(cfg_for("file", dir + "/missing.jsonl")).read(req(1)), trinity::IoError);
+  EXPECT_THROW(open_storage(cfg_for("file", dir + "/e.jsonl"))->set_reward({"a"}, 1.0), trinity::UnsupportedError);
+}
+
+TEST(BufferStorage, SqliteIgnoresDuplicateUids) {
+  const std::string dir = temp_dir("dup");
+  auto s = open_storage(cfg_for("sql", dir + "/d.db"));
+  Experience e = make_exp(0);
+  s->write({e});
+  s->write({e, make_exp(1)});
+  EXPECT_EQ(s->stats().total, 2);
+}
