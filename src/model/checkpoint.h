@@ -19,7 +19,10 @@ struct SaveOptions {
 
 // Writes <dir>/config.json (torch_dtype set to match `dtype`), <dir>/model.safetensors and, when
 // opts.copy_tokenizer_from has them, tokenizer.json, tokenizer_config.json, special_tokens_map.json,
-// vocab.json, merges.txt, generation_config.json. Replaces an existing <dir> atomically.
+// vocab.json, merges.txt, generation_config.json, added_tokens.json, chat_template.jinja,
+// tokenizer.model. Replaces an existing <dir> atomically; refuses (IoError) to replace a directory
+// that is neither empty nor a checkpoint (no config.json / *.safetensors). Every tensor of
+// param_specs(cfg) must be present with its shape; extra tensors (e.g. a value head) are saved too.
 void save_checkpoint(const std::string& dir, const ModelConfig& cfg,
                      const std::vector<NamedTensor>& tensors, const SaveOptions& opts = {});
 

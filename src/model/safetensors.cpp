@@ -213,6 +213,11 @@ WeightSource WeightSource::open_dir(const std::string& model_dir) {
   }
   const std::string index = file::join(model_dir, "model.safetensors.index.json");
   const std::string single = file::join(model_dir, "model.safetensors");
+  // Like transformers: a single model.safetensors wins over an index.
+  if (file::exists(single)) {
+    add_file(single);
+    return ws;
+  }
   if (file::exists(index)) {
     json j;
     try {
@@ -239,10 +244,6 @@ WeightSource WeightSource::open_dir(const std::string& model_dir) {
         if (!ws.files_.back()->contains(n))
           fail(p, strcat("no tensor '", n, "' (listed for this shard in ", index, ")"));
     }
-    return ws;
-  }
-  if (file::exists(single)) {
-    add_file(single);
     return ws;
   }
   fail(model_dir, "no model.safetensors or model.safetensors.index.json");

@@ -365,6 +365,9 @@ TEST(WeightSource, SingleFileAndEmptyDirectory) {
   WeightSource ws = WeightSource::open_dir(d.path());
   EXPECT_EQ(ws.names(), std::vector<std::string>{"a"});
   EXPECT_EQ(ws.file_of("a"), d.file("model.safetensors"));
+  // As in transformers, model.safetensors wins over a (here stale, broken) index.
+  write_bytes(d.file("model.safetensors.index.json"), R"({"weight_map": {"a": "gone.safetensors"}})");
+  EXPECT_EQ(WeightSource::open_dir(d.path()).file_of("a"), d.file("model.safetensors"));
 }
 
 }  // namespace
