@@ -54,6 +54,12 @@ std::vector<ParamSpec> param_specs(const ModelConfig& cfg) {
   return out;
 }
 
+std::vector<tensor::Tensor> load_params(const WeightSource& ws, const ModelConfig& cfg) {
+  std::vector<tensor::Tensor> out;
+  for (const ParamSpec& p : param_specs(cfg)) out.push_back(ws.get_f32(p.name, p.shape));
+  return out;
+}
+
 namespace {
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg) {

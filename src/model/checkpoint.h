@@ -35,4 +35,9 @@ struct ParamSpec {
 };
 std::vector<ParamSpec> param_specs(const ModelConfig& cfg);
 
+// Every parameter of param_specs(cfg) read from `ws` as an owned F32 tensor (bf16/f16 upcast), in
+// param_specs order. A missing tensor or a wrong shape is an IoError naming file and tensor;
+// tensors the config does not use (e.g. lm_head.weight of a tied model) are ignored.
+std::vector<tensor::Tensor> load_params(const WeightSource& ws, const ModelConfig& cfg);
+
 }  // namespace trinity::model

@@ -165,6 +165,39 @@ TEST(Checkpoint, SaveThenLoadF32AndBf16) {
   EXPECT_EQ(listing(d.path()).size(), 6u);  // no temp directories left behind
 }
 
+TEST(Checkpoint, LoadParamsInSpecOrderWithErrorsNamingFileAndTensor) {
+  ScratchDir d;
+  ModelConfig c = small(Arch::kQwen3);
+  const auto params = make_params(c, 0.25f);
+  const std::string out = d.file("ck");
+  save_checkpoint(out, c, named(c, params), {DType::kBF16, ""});
+  const auto loaded = load_params(WeightSource::open_dir(out), load_config(out));
+  ASSERT_EQ(loaded.size(), params.size());
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    ASSERT_EQ(loaded[i].dtype(), DType::kF32);
+    ASSERT_EQ(loaded[i].shape(), params[i].shape());
+    EXPECT_EQ(loaded[i].f32()[0], tensor::bf16_to_f32(tensor::f32_to_bf16(params[i].f32()[0])));
+  }
+  // A tied config ignores lm_head.weight in the file.
+  ModelConfig tied = c;
+  tied.tie_word_embeddings = true;
+  EXPECT_EQ(load_params(WeightSource::open_dir(out), tied).size(), params.size() - 1);
+  // More heads than the file has: wrong shape, named with file and tensor.
+  ModelConfig wide = c;
+  wide.num_attention_heads = 8;
+  EXPECT_THROW_MSG(load_params(WeightSource::open_dir(out), wide), IoError,
+                   "[safetensors] " + out + "/model.safetensors: tensor 'model.layers.0.self_attn.q_proj.weight' "
+                   "has shape [24, 16], expected [48, 16]");
+  // qk-norm tensors absent from a qwen3 file: the missing tensor is named.
+  auto no_norm = named(c, params);
+  std::vector<NamedTensor> kept;
+  for (const auto& nt : no_norm)
+    if (nt.name.find("q_norm") == std::string::npos) kept.push_back(nt);
+  write_safetensors(d.file("partial.safetensors"), kept, DType::kF32);
+  EXPECT_THROW_MSG(load_params(WeightSource::open_dir(d.file("partial.safetensors")), c), IoError,
+                   d.file("partial.safetensors"), "no tensor 'model.layers.0.self_attn.q_norm.weight'");
+}
+
 TEST(Checkpoint, ReplacesAnExistingCheckpointAtomically) {
   ScratchDir d;
   ModelConfig c = small(Arch::kQwen2);
