@@ -38,12 +38,12 @@ inline std::string run_oracle(const std::string& script, const std::string& tag)
   return out;
 }
 
-inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+inline std::vector<nlohmann::ordered_json> read_jsonl(const std::string& path) {
   std::ifstream in(path);
-  std::vector<nlohmann::json> rows;
+  std::vector<nlohmann::ordered_json> rows;
   std::string line;
   while (std::getline(in, line))
-    if (!line.empty()) rows.push_back(nlohmann::json::parse(line));
+    if (!line.empty()) rows.push_back(nlohmann::ordered_json::parse(line));
   return rows;
 }
 
