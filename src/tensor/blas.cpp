@@ -3,7 +3,11 @@
 
 #include <cblas.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "core/parallel.h"
 
@@ -11,12 +15,39 @@ extern "C" char* openblas_get_corename(void);
 
 namespace {
 
-// Runs before any shared library's initializer (ELF .preinit_array of the executable), so
-// OpenBLAS and libgomp see these variables when they read their environment.
-void trinity_preinit(int, char**, char**) {
+// Runs first in the process (ELF .preinit_array of the executable), before libc has set up
+// `environ`, so it reads and writes the environment only through its envp argument. OpenBLAS and
+// libgomp read their variables in library constructors, and glibc resets `environ` to the original
+// block before those run, so a setenv here would be lost: when a variable must be added we re-exec
+// the same binary once with an extended environment (TRINITY_REEXEC=1 marks the second start).
+// Costs ~1 ms at startup; a user's own OPENBLAS_CORETYPE / OMP_WAIT_POLICY are kept.
+bool env_has(char** envp, const char* key) {
+  const size_t n = strlen(key);
+  for (char** e = envp; e && *e; ++e)
+    if (strncmp(*e, key, n) == 0 && (*e)[n] == '=') return true;
+  return false;
+}
+
+void trinity_preinit(int, char** argv, char** envp) {
+  if (argv == nullptr || envp == nullptr || env_has(envp, "TRINITY_REEXEC")) return;
+  static char coretype[] = "OPENBLAS_CORETYPE=SkylakeX";
+  static char wait_policy[] = "OMP_WAIT_POLICY=PASSIVE";
+  static char marker[] = "TRINITY_REEXEC=1";
+  char* extra[3];
+  int n_extra = 0;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  if (__builtin_cpu_supports("avx512f") && !env_has(envp, "OPENBLAS_CORETYPE"))
+    extra[n_extra++] = coretype;
+  if (!env_has(envp, "OMP_WAIT_POLICY")) extra[n_extra++] = wait_policy;
+  if (n_extra == 0) return;
+  extra[n_extra++] = marker;
+  int n_env = 0;
+  while (envp[n_env]) ++n_env;
+  std::vector<char*> env(envp, envp + n_env);
+  env.insert(env.end(), extra, extra + n_extra);
+  env.push_back(nullptr);
+  execve("/proc/self/exe", argv, env.data());
+  // exec failed (no /proc): continue with the defaults the libraries pick.
 }
 
 __attribute__((section(".preinit_array"), used)) void (*trinity_preinit_ptr)(int, char**, char**) =

@@ -1,6 +1,7 @@
 // Row-major sgemm over OpenBLAS. Before any library loads, an ELF preinit hook sets
 // OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs (Debian's OpenBLAS 0.3.21 otherwise picks slow
-// generic kernels) and OMP_WAIT_POLICY=PASSIVE; values the user set are kept.
+// generic kernels) and OMP_WAIT_POLICY=PASSIVE, re-executing the binary once so the libraries
+// see them; values the user set are kept.
 #pragma once
 
 namespace trinity::tensor {

@@ -1,0 +1,569 @@
+// Transformer forward/backward (see transformer.h). Per layer, with N packed rows:
+//   ln1 = rmsnorm(x); q,k,v = ln1 W^T (+b); [qwen3: q,k = rmsnorm per head]; rope(q,k)
+//   x += attention(q,k,v) Wo^T; ln2 = rmsnorm(x); x += (silu(ln2 Wg^T) * ln2 Wu^T) Wd^T
+// then the final norm and the head. Activations for backward are kept in one arena that is
+// reused across steps (grown only when a batch needs more rows).
+#include "model/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "core/rng.h"
+#include "model/safetensors.h"
+#include "tensor/attention.h"
+#include "tensor/blas.h"
+#include "tensor/kernels.h"
+#include "tensor/lm_head.h"
+
+namespace trinity::model {
+
+using namespace trinity::tensor;
+
+Batch Batch::next_token(const std::vector<std::vector<int32_t>>& seqs) {
+  Batch b;
+  b.seq_start.push_back(0);
+  for (const auto& s : seqs) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      b.tokens.push_back(s[i]);
+      b.positions.push_back(static_cast<int32_t>(i));
+      b.targets.push_back(i + 1 < s.size() ? s[i + 1] : -1);
+    }
+    b.seq_start.push_back(static_cast<int64_t>(b.tokens.size()));
+  }
+  return b;
+}
+
+void rope_tables(const ModelConfig& cfg, int64_t positions, std::vector<float>& cos_t,
+                 std::vector<float>& sin_t) {
+  const int64_t hs = cfg.head_dim, half = hs / 2;
+  // inv_freq in fp32 as HF: 1 / base ** (arange(0, dim, 2) / dim)
+  std::vector<float> inv(static_cast<size_t>(half));
+  for (int64_t j = 0; j < half; ++j) {
+    const float e = static_cast<float>(2 * j) / static_cast<float>(hs);
+    inv[static_cast<size_t>(j)] = 1.0f / std::pow(static_cast<float>(cfg.rope_theta), e);
+  }
+  if (cfg.rope_scaling.type == "llama3") {
+    const auto& r = cfg.rope_scaling;
+    const float factor = static_cast<float>(r.factor), lo = static_cast<float>(r.low_freq_factor),
+                hi = static_cast<float>(r.high_freq_factor);
+    const float old_len = static_cast<float>(r.original_max_position_embeddings);
+    const float lo_wavelen = old_len / lo, hi_wavelen = old_len / hi;
+    for (auto& f : inv) {
+      const float wavelen = 2.0f * static_cast<float>(M_PI) / f;
+      float g = wavelen > lo_wavelen ? f / factor : f;
+      const bool medium = !(wavelen < hi_wavelen) && !(wavelen > lo_wavelen);
+      if (medium) {
+        const float smooth = (old_len / wavelen - lo) / (hi - lo);
+        g = (1.0f - smooth) * g / factor + smooth * g;
+      }
+      f = g;
+    }
+  }
+  cos_t.resize(static_cast<size_t>(positions * half));
+  sin_t.resize(cos_t.size());
+  for (int64_t p = 0; p < positions; ++p)
+    for (int64_t j = 0; j < half; ++j) {
+      const float ang = static_cast<float>(p) * inv[static_cast<size_t>(j)];
+      cos_t[static_cast<size_t>(p * half + j)] = static_cast<float>(std::cos(static_cast<double>(ang)));
+      sin_t[static_cast<size_t>(p * half + j)] = static_cast<float>(std::sin(static_cast<double>(ang)));
+    }
+}
+
+namespace {
+
+struct LayerParams {
+  float *ln1, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *qn, *kn, *ln2, *wg, *wu, *wd;
+};
+
+// Saved activations of one layer ([N, *] rows).
+struct LayerActs {
+  float* x;      // [N, C] layer input (residual stream)
+  float* rstd1;  // [N]
+  float* ln1;    // [N, C]
+  float* qlin;   // [N, NH*HS] pre q-norm (qwen3 only)
+  float* klin;   // [N, NKV*HS] pre k-norm (qwen3 only)
+  float* qrstd;  // [N*NH]
+  float* krstd;  // [N*NKV]
+  float* q;      // [N, NH*HS] after norm + rope
+  float* k;      // [N, NKV*HS]
+  float* v;      // [N, NKV*HS]
+  float* att;    // [N, NH*HS]
+  float* lse;    // [N, NH]
+  float* xmid;   // [N, C] after the attention residual
+  float* rstd2;  // [N]
+  float* ln2;    // [N, C]
+  float* gate;   // [N, I]
+  float* up;     // [N, I]
+  float* hmlp;   // [N, I]
+};
+
+void zero(float* p, int64_t n) {
+  const int64_t blk = 1 << 16;
+  parallel_for((n + blk - 1) / blk, [&](int64_t b) {
+    const int64_t e = std::min(n, (b + 1) * blk);
+    std::memset(p + b * blk, 0, sizeof(float) * static_cast<size_t>(e - b * blk));
+  });
+}
+
+float* aligned_floats(int64_t n) {
+  const size_t bytes = (static_cast<size_t>(n) * 4 + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, bytes ? bytes : 64);
+  TRINITY_ASSERT(p, "out of memory allocating ", bytes, " bytes");
+  return static_cast<float*>(p);
+}
+
+}  // namespace
+
+struct Transformer::Impl {
+  std::vector<LayerParams> lp;
+  std::vector<LayerParams> lg;  // gradients, same layout
+  float *wte = nullptr, *lnf = nullptr, *whead = nullptr, *vw = nullptr, *vb = nullptr;
+  float *dwte = nullptr, *dlnf = nullptr, *dwhead = nullptr, *dvw = nullptr, *dvb = nullptr;
+
+  // Activation arena.
+  std::vector<float> arena;
+  int64_t cap_rows = 0;
+  std::vector<LayerActs> acts;
+  float *xf = nullptr, *rstdf = nullptr, *lnf_out = nullptr;  // [N,C], [N], [N,C]
+  // Backward scratch.
+  std::vector<float> scratch;
+  float *dx = nullptr, *dln = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr, *datt = nullptr,
+        *dgate = nullptr, *dup = nullptr, *dh = nullptr;
+
+  // Last forward.
+  Batch batch;
+  std::vector<int64_t> head_rows;  // rows with target >= 0
+  std::vector<int32_t> head_targets;
+  std::vector<float> hm, lse_head, ent_head;  // [M, C], [M], [M]
+  float inv_temp = 1.0f;
+  bool have_forward = false;
+
+  std::vector<float> cos_t, sin_t;
+  int64_t rope_positions = 0;
+
+  void prepare(const ModelConfig& cfg, const Batch& b);
+  void body_forward(const ModelConfig& cfg);
+  void body_backward(const ModelConfig& cfg);  // dlnf_grad: d(loss)/d(final norm output) in dln
+};
+
+Transformer::Transformer(const ModelConfig& cfg, HeadKind head)
+    : cfg_(cfg), head_(head), impl_(std::make_unique<Impl>()) {
+  cfg_.validate();
+  specs_ = model::param_specs(cfg_);
+  if (head_ == HeadKind::kValue) {
+    specs_.erase(std::remove_if(specs_.begin(), specs_.end(),
+                                [](const ParamSpec& s) { return s.name == "lm_head.weight"; }),
+                 specs_.end());
+    specs_.push_back({"score.weight", {1, cfg_.hidden_size}});
+    specs_.push_back({"score.bias", {1}});
+  }
+  for (const auto& s : specs_) {
+    offsets_.push_back(n_params_);
+    int64_t n = 1;
+    for (int64_t d : s.shape) n *= d;
+    n_params_ += (n + 15) / 16 * 16;  // 64-byte aligned starts
+  }
+  params_ = aligned_floats(n_params_);
+  grads_ = aligned_floats(n_params_);
+  zero(params_, n_params_);
+  zero(grads_, n_params_);
+
+  auto& im = *impl_;
+  const int64_t L = cfg_.num_hidden_layers;
+  im.lp.resize(static_cast<size_t>(L));
+  im.lg.resize(static_cast<size_t>(L));
+  auto set = [&](float* base, LayerParams& l, int64_t i) {
+    auto get = [&](const std::string& n) -> float* {
+      const std::string full = "model.layers." + std::to_string(i) + "." + n;
+      for (size_t k = 0; k < specs_.size(); ++k)
+        if (specs_[k].name == full) return base + offsets_[k];
+      return nullptr;
+    };
+    l = {get("input_layernorm.weight"),       get("self_attn.q_proj.weight"),
+         get("self_attn.q_proj.bias"),        get("self_attn.k_proj.weight"),
+         get("self_attn.k_proj.bias"),        get("self_attn.v_proj.weight"),
+         get("self_attn.v_proj.bias"),        get("self_attn.o_proj.weight"),
+         get("self_attn.o_proj.bias"),
+         get("self_attn.q_norm.weight"),      get("self_attn.k_norm.weight"),
+         get("post_attention_layernorm.weight"), get("mlp.gate_proj.weight"),
+         get("mlp.up_proj.weight"),           get("mlp.down_proj.weight")};
+    TRINITY_ASSERT(l.ln1 && l.wq && l.wk && l.wv && l.wo && l.ln2 && l.wg && l.wu && l.wd,
+                   "param_specs is missing a layer weight");
+  };
+  for (int64_t i = 0; i < L; ++i) {
+    set(params_, im.lp[static_cast<size_t>(i)], i);
+    set(grads_, im.lg[static_cast<size_t>(i)], i);
+  }
+  im.wte = param("model.embed_tokens.weight");
+  im.dwte = grad("model.embed_tokens.weight");
+  im.lnf = param("model.norm.weight");
+  im.dlnf = grad("model.norm.weight");
+  if (head_ == HeadKind::kLm) {
+    im.whead = cfg_.tie_word_embeddings ? im.wte : param("lm_head.weight");
+    im.dwhead = cfg_.tie_word_embeddings ? im.dwte : grad("lm_head.weight");
+  } else {
+    im.vw = param("score.weight");
+    im.vb = param("score.bias");
+    im.dvw = grad("score.weight");
+    im.dvb = grad("score.bias");
+  }
+  TRINITY_ASSERT(im.wte && im.lnf, "param_specs is missing embeddings or final norm");
+}
+
+Transformer::~Transformer() {
+  std::free(params_);
+  std::free(grads_);
+}
+
+Transformer::Transformer(Transformer&& o) noexcept
+    : cfg_(std::move(o.cfg_)),
+      head_(o.head_),
+      specs_(std::move(o.specs_)),
+      offsets_(std::move(o.offsets_)),
+      n_params_(o.n_params_),
+      params_(o.params_),
+      grads_(o.grads_),
+      impl_(std::move(o.impl_)) {
+  o.params_ = o.grads_ = nullptr;
+}
+
+Transformer& Transformer::operator=(Transformer&& o) noexcept {
+  if (this != &o) {
+    std::free(params_);
+    std::free(grads_);
+    cfg_ = std::move(o.cfg_);
+    head_ = o.head_;
+    specs_ = std::move(o.specs_);
+    offsets_ = std::move(o.offsets_);
+    n_params_ = o.n_params_;
+    params_ = o.params_;
+    grads_ = o.grads_;
+    impl_ = std::move(o.impl_);
+    o.params_ = o.grads_ = nullptr;
+  }
+  return *this;
+}
+
+float* Transformer::param(const std::string& name) {
+  for (size_t k = 0; k < specs_.size(); ++k)
+    if (specs_[k].name == name) return params_ + offsets_[k];
+  return nullptr;
+}
+
+float* Transformer::grad(const std::string& name) {
+  for (size_t k = 0; k < specs_.size(); ++k)
+    if (specs_[k].name == name) return grads_ + offsets_[k];
+  return nullptr;
+}
+
+std::vector<Tensor> Transformer::param_tensors() const {
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < specs_.size(); ++k)
+    out.push_back(Tensor::view(DType::kF32, specs_[k].shape, params_ + offsets_[k], nullptr));
+  return out;
+}
+
+std::vector<Tensor> Transformer::grad_tensors() const {
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < specs_.size(); ++k)
+    out.push_back(Tensor::view(DType::kF32, specs_[k].shape, grads_ + offsets_[k], nullptr));
+  return out;
+}
+
+void Transformer::zero_grad() { zero(grads_, n_params_); }
+
+void Transformer::init_random(uint64_t seed, float std) {
+  Rng rng(seed);
+  for (size_t k = 0; k < specs_.size(); ++k) {
+    const auto& s = specs_[k];
+    float* p = params_ + offsets_[k];
+    int64_t n = 1;
+    for (int64_t d : s.shape) n *= d;
+    const bool is_norm = s.name.find("norm") != std::string::npos;
+    const bool is_bias = s.name.size() > 5 && s.name.compare(s.name.size() - 5, 5, ".bias") == 0;
+    for (int64_t i = 0; i < n; ++i)
+      p[i] = is_norm ? 1.0f : is_bias ? 0.0f : static_cast<float>(rng.normal()) * std;
+  }
+}
+
+Transformer Transformer::load(const std::string& dir, HeadKind head) {
+  Transformer t(load_config(dir), head);
+  WeightSource src = WeightSource::open_dir(dir);
+  for (size_t k = 0; k < t.specs_.size(); ++k) {
+    const auto& s = t.specs_[k];
+    if (head == HeadKind::kValue && s.name.rfind("score.", 0) == 0 && !src.contains(s.name)) {
+      // A fresh critic from a policy checkpoint: zero value head, like a new nn.Linear at zero.
+      continue;
+    }
+    Tensor w = src.get_f32(s.name, s.shape);
+    std::memcpy(t.params_ + t.offsets_[k], w.f32(), w.nbytes());
+  }
+  return t;
+}
+
+void Transformer::save(const std::string& dir, const SaveOptions& opts) const {
+  auto tensors = param_tensors();
+  std::vector<NamedTensor> named;
+  for (size_t k = 0; k < specs_.size(); ++k) named.push_back({specs_[k].name, &tensors[k]});
+  save_checkpoint(dir, cfg_, named, opts);
+}
+
+size_t Transformer::activation_bytes() const {
+  return (impl_->arena.size() + impl_->scratch.size() + impl_->hm.size()) * sizeof(float);
+}
+
+
+// Sizes the arena for the batch and makes the RoPE tables cover its positions.
+void Transformer::Impl::prepare(const ModelConfig& cfg, const Batch& b) {
+  const int64_t n = b.rows();
+  TRINITY_ASSERT(n > 0 && b.num_seqs() > 0, "empty batch");
+  TRINITY_ASSERT(static_cast<int64_t>(b.positions.size()) == n &&
+                     static_cast<int64_t>(b.targets.size()) == n && b.seq_start.back() == n,
+                 "inconsistent batch");
+  batch = b;
+  for (int32_t t : b.tokens)
+    if (t < 0 || t >= cfg.vocab_size)
+      throw ValueError("model", strcat("token id ", t, " is out of range [0, ", cfg.vocab_size, ")"));
+  int32_t max_pos = 0;
+  for (int32_t p : b.positions) max_pos = std::max(max_pos, p);
+  if (max_pos + 1 > rope_positions) {
+    rope_positions = std::max<int64_t>(max_pos + 1, 2 * rope_positions);
+    rope_tables(cfg, rope_positions, cos_t, sin_t);
+  }
+  const int64_t c = cfg.hidden_size, hs = cfg.head_dim, nh = cfg.num_attention_heads,
+                nkv = cfg.num_key_value_heads, I = cfg.intermediate_size,
+                L = cfg.num_hidden_layers;
+  const bool qkn = cfg.qk_norm;
+  const int64_t per_layer = c + 1 + c + (qkn ? (nh + nkv) * hs + nh + nkv : 0) + nh * hs +
+                            2 * nkv * hs + nh * hs + nh + c + 1 + c + 3 * I;
+  const int64_t total = L * per_layer + c + 1 + c;
+  if (n > cap_rows) {
+    arena.assign(static_cast<size_t>(n * total), 0.0f);
+    const int64_t width = std::max({c, nh * hs, I});
+    scratch.assign(static_cast<size_t>(n * (2 * c + nh * hs + 2 * nkv * hs + nh * hs + 3 * I)), 0.0f);
+    (void)width;
+    cap_rows = n;
+  }
+  float* p = arena.data();
+  auto take = [&](int64_t cols) {
+    float* r = p;
+    p += n * cols;
+    return r;
+  };
+  acts.resize(static_cast<size_t>(L));
+  for (auto& a : acts) {
+    a.x = take(c);
+    a.rstd1 = take(1);
+    a.ln1 = take(c);
+    a.qlin = qkn ? take(nh * hs) : nullptr;
+    a.klin = qkn ? take(nkv * hs) : nullptr;
+    a.qrstd = qkn ? take(nh) : nullptr;
+    a.krstd = qkn ? take(nkv) : nullptr;
+    a.q = take(nh * hs);
+    a.k = take(nkv * hs);
+    a.v = take(nkv * hs);
+    a.att = take(nh * hs);
+    a.lse = take(nh);
+    a.xmid = take(c);
+    a.rstd2 = take(1);
+    a.ln2 = take(c);
+    a.gate = take(I);
+    a.up = take(I);
+    a.hmlp = take(I);
+  }
+  xf = take(c);
+  rstdf = take(1);
+  lnf_out = take(c);
+  float* q = scratch.data();
+  auto stake = [&](int64_t cols) {
+    float* r = q;
+    q += n * cols;
+    return r;
+  };
+  dx = stake(c);
+  dln = stake(c);
+  dq = stake(nh * hs);
+  dk = stake(nkv * hs);
+  dv = stake(nkv * hs);
+  datt = stake(nh * hs);
+  dgate = stake(I);
+  dup = stake(I);
+  dh = stake(I);
+}
+
+void Transformer::Impl::body_forward(const ModelConfig& cfg) {
+  const int64_t n = batch.rows(), c = cfg.hidden_size, hs = cfg.head_dim,
+                nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads,
+                I = cfg.intermediate_size;
+  const float eps = static_cast<float>(cfg.rms_norm_eps);
+  const AttnShape ash{nh, nkv, hs};
+  embedding_forward(acts[0].x, batch.tokens.data(), wte, n, c);
+  for (size_t l = 0; l < acts.size(); ++l) {
+    LayerActs& a = acts[l];
+    const LayerParams& w = lp[l];
+    rmsnorm_forward(a.ln1, a.rstd1, a.x, w.ln1, n, c, eps);
+    float* qd = cfg.qk_norm ? a.qlin : a.q;
+    float* kd = cfg.qk_norm ? a.klin : a.k;
+    linear_forward(qd, a.ln1, w.wq, w.bq, n, c, nh * hs);
+    linear_forward(kd, a.ln1, w.wk, w.bk, n, c, nkv * hs);
+    linear_forward(a.v, a.ln1, w.wv, w.bv, n, c, nkv * hs);
+    if (cfg.qk_norm) {
+      rmsnorm_forward(a.q, a.qrstd, a.qlin, w.qn, n * nh, hs, eps);
+      rmsnorm_forward(a.k, a.krstd, a.klin, w.kn, n * nkv, hs, eps);
+    }
+    rope_forward(a.q, batch.positions.data(), cos_t.data(), sin_t.data(), n, nh, hs);
+    rope_forward(a.k, batch.positions.data(), cos_t.data(), sin_t.data(), n, nkv, hs);
+    attention_forward(a.att, a.lse, a.q, a.k, a.v, batch.seq_start.data(), batch.num_seqs(), ash);
+    // xmid = x + att Wo^T
+    std::memcpy(a.xmid, a.x, sizeof(float) * static_cast<size_t>(n * c));
+    gemm(false, true, static_cast<int>(n), static_cast<int>(c), static_cast<int>(nh * hs), 1.0f,
+         a.att, static_cast<int>(nh * hs), w.wo, static_cast<int>(nh * hs), 1.0f, a.xmid,
+         static_cast<int>(c));
+    if (w.bo) parallel_for(n, [&](int64_t r) { for (int64_t j = 0; j < c; ++j) a.xmid[r * c + j] += w.bo[j]; });
+    rmsnorm_forward(a.ln2, a.rstd2, a.xmid, w.ln2, n, c, eps);
+    linear_forward(a.gate, a.ln2, w.wg, nullptr, n, c, I);
+    linear_forward(a.up, a.ln2, w.wu, nullptr, n, c, I);
+    swiglu_forward(a.hmlp, a.gate, a.up, n * I);
+    float* xout = l + 1 < acts.size() ? acts[l + 1].x : xf;
+    std::memcpy(xout, a.xmid, sizeof(float) * static_cast<size_t>(n * c));
+    gemm(false, true, static_cast<int>(n), static_cast<int>(c), static_cast<int>(I), 1.0f, a.hmlp,
+         static_cast<int>(I), w.wd, static_cast<int>(I), 1.0f, xout, static_cast<int>(c));
+  }
+  rmsnorm_forward(lnf_out, rstdf, xf, lnf, n, c, eps);
+}
+
+// Expects d(loss)/d(final norm output) in dln; accumulates every parameter gradient.
+void Transformer::Impl::body_backward(const ModelConfig& cfg) {
+  const int64_t n = batch.rows(), c = cfg.hidden_size, hs = cfg.head_dim,
+                nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads,
+                I = cfg.intermediate_size;
+  const AttnShape ash{nh, nkv, hs};
+  zero(dx, n * c);
+  rmsnorm_backward(dx, dlnf, dln, xf, lnf, rstdf, n, c);
+  for (size_t li = acts.size(); li-- > 0;) {
+    LayerActs& a = acts[li];
+    const LayerParams& w = lp[li];
+    const LayerParams& g = lg[li];
+    // MLP: x_out = xmid + hmlp Wd^T
+    zero(dh, n * I);
+    linear_backward(dh, g.wd, nullptr, dx, a.hmlp, w.wd, n, I, c);
+    zero(dgate, n * I);
+    zero(dup, n * I);
+    swiglu_backward(dgate, dup, dh, a.gate, a.up, n * I);
+    zero(dln, n * c);
+    linear_backward(dln, g.wg, nullptr, dgate, a.ln2, w.wg, n, c, I);
+    linear_backward(dln, g.wu, nullptr, dup, a.ln2, w.wu, n, c, I);
+    rmsnorm_backward(dx, g.ln2, dln, a.xmid, w.ln2, a.rstd2, n, c);  // dx: d/d(xmid)
+    // Attention: xmid = x + att Wo^T
+    zero(datt, n * nh * hs);
+    linear_backward(datt, g.wo, g.bo, dx, a.att, w.wo, n, nh * hs, c);
+    zero(dq, n * nh * hs);
+    zero(dk, n * nkv * hs);
+    zero(dv, n * nkv * hs);
+    attention_backward(dq, dk, dv, datt, a.q, a.k, a.v, a.att, a.lse, batch.seq_start.data(),
+                       batch.num_seqs(), ash);
+    rope_backward(dq, batch.positions.data(), cos_t.data(), sin_t.data(), n, nh, hs);
+    rope_backward(dk, batch.positions.data(), cos_t.data(), sin_t.data(), n, nkv, hs);
+    float* dql = dq;
+    float* dkl = dk;
+    if (cfg.qk_norm) {  // reuse datt / dh as the pre-norm gradient buffers
+      dql = datt;
+      dkl = dh;
+      zero(dql, n * nh * hs);
+      zero(dkl, n * nkv * hs);
+      rmsnorm_backward(dql, g.qn, dq, a.qlin, w.qn, a.qrstd, n * nh, hs);
+      rmsnorm_backward(dkl, g.kn, dk, a.klin, w.kn, a.krstd, n * nkv, hs);
+    }
+    zero(dln, n * c);
+    linear_backward(dln, g.wq, g.bq, dql, a.ln1, w.wq, n, c, nh * hs);
+    linear_backward(dln, g.wk, g.bk, dkl, a.ln1, w.wk, n, c, nkv * hs);
+    linear_backward(dln, g.wv, g.bv, dv, a.ln1, w.wv, n, c, nkv * hs);
+    rmsnorm_backward(dx, g.ln1, dln, a.x, w.ln1, a.rstd1, n, c);  // dx: d/d(x)
+  }
+  embedding_backward(dwte, dx, batch.tokens.data(), n, c);
+}
+
+void Transformer::forward(const Batch& batch, std::vector<float>& logprob,
+                          std::vector<float>& entropy, float inv_temp) {
+  TRINITY_ASSERT(head_ == HeadKind::kLm, "forward() needs the LM head; use forward_values()");
+  auto& im = *impl_;
+  im.prepare(cfg_, batch);
+  im.body_forward(cfg_);
+  const int64_t n = batch.rows(), c = cfg_.hidden_size;
+  im.head_rows.clear();
+  im.head_targets.clear();
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t t = batch.targets[static_cast<size_t>(r)];
+    if (t < 0) continue;
+    if (t >= cfg_.vocab_size)
+      throw ValueError("model", strcat("target token id ", t, " is out of range [0, ", cfg_.vocab_size, ")"));
+    im.head_rows.push_back(r);
+    im.head_targets.push_back(t);
+  }
+  const int64_t m = static_cast<int64_t>(im.head_rows.size());
+  im.hm.resize(static_cast<size_t>(m * c));
+  parallel_for(m, [&](int64_t i) {
+    std::memcpy(im.hm.data() + i * c, im.lnf_out + im.head_rows[static_cast<size_t>(i)] * c,
+                sizeof(float) * static_cast<size_t>(c));
+  });
+  logprob.assign(static_cast<size_t>(m), 0.0f);
+  entropy.assign(static_cast<size_t>(m), 0.0f);
+  im.lse_head.assign(static_cast<size_t>(m), 0.0f);
+  im.inv_temp = inv_temp;
+  if (m > 0)
+    lm_head_forward(logprob.data(), entropy.data(), im.lse_head.data(), im.hm.data(), im.whead,
+                    im.head_targets.data(), HeadShape{m, c, cfg_.vocab_size, inv_temp});
+  im.ent_head = entropy;
+  im.have_forward = true;
+}
+
+void Transformer::backward(const std::vector<float>& dlogprob, const std::vector<float>& dentropy) {
+  auto& im = *impl_;
+  TRINITY_ASSERT(im.have_forward && head_ == HeadKind::kLm, "backward() without a forward()");
+  const int64_t m = static_cast<int64_t>(im.head_rows.size()), n = im.batch.rows(),
+                c = cfg_.hidden_size;
+  TRINITY_ASSERT(static_cast<int64_t>(dlogprob.size()) == m, "dlogprob has ", dlogprob.size(),
+                 " values, forward produced ", m);
+  std::vector<float> dent = dentropy;
+  if (dent.empty()) dent.assign(static_cast<size_t>(m), 0.0f);
+  TRINITY_ASSERT(static_cast<int64_t>(dent.size()) == m, "dentropy size mismatch");
+  std::vector<float> dhm(static_cast<size_t>(m * c), 0.0f);
+  if (m > 0)
+    lm_head_backward(dhm.data(), im.dwhead, dlogprob.data(), dent.data(), im.hm.data(), im.whead,
+                     im.head_targets.data(), im.lse_head.data(), im.ent_head.data(),
+                     HeadShape{m, c, cfg_.vocab_size, im.inv_temp});
+  zero(im.dln, n * c);
+  parallel_for(m, [&](int64_t i) {
+    std::memcpy(im.dln + im.head_rows[static_cast<size_t>(i)] * c, dhm.data() + i * c,
+                sizeof(float) * static_cast<size_t>(c));
+  });
+  im.body_backward(cfg_);
+}
+
+void Transformer::forward_values(const Batch& batch, std::vector<float>& values) {
+  TRINITY_ASSERT(head_ == HeadKind::kValue, "forward_values() needs the value head");
+  auto& im = *impl_;
+  im.prepare(cfg_, batch);
+  im.body_forward(cfg_);
+  const int64_t n = batch.rows(), c = cfg_.hidden_size;
+  values.assign(static_cast<size_t>(n), 0.0f);
+  linear_forward(values.data(), im.lnf_out, im.vw, im.vb, n, c, 1);
+  im.have_forward = true;
+}
+
+void Transformer::backward_values(const std::vector<float>& dvalues) {
+  auto& im = *impl_;
+  TRINITY_ASSERT(im.have_forward && head_ == HeadKind::kValue, "backward_values() without forward");
+  const int64_t n = im.batch.rows(), c = cfg_.hidden_size;
+  TRINITY_ASSERT(static_cast<int64_t>(dvalues.size()) == n, "dvalues size mismatch");
+  zero(im.dln, n * c);
+  linear_backward(im.dln, im.dvw, im.dvb, dvalues.data(), im.lnf_out, im.vw, n, c, 1);
+  im.body_backward(cfg_);
+}
+
+}  // namespace trinity::model

@@ -1,0 +1,94 @@
+// Transformer: the decoder of Qwen2 / Qwen3 / Llama 3 in fp32 on CPU, forward and backward over a
+// packed batch of variable-length sequences (no padding: N rows = sum of lengths), with one of
+// two heads: the RL head (per-row logprob of a target token + entropy) or a value head (critic).
+// Parameters and gradients live in two flat fp32 buffers laid out by param_specs(cfg), so the
+// optimizer, clipping and zeroing are single passes. Weights stored as bf16/f16 are upcast on load.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "model/config.h"
+#include "tensor/tensor.h"
+
+namespace trinity::model {
+
+// B sequences packed into N rows. targets[n] is the token whose logprob row n predicts
+// (-1: row n has no target and gets no logprob/entropy).
+struct Batch {
+  std::vector<int32_t> tokens;     // [N]
+  std::vector<int32_t> positions;  // [N] 0-based within each sequence
+  std::vector<int64_t> seq_start;  // [B+1]
+  std::vector<int32_t> targets;    // [N]
+
+  int64_t rows() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t num_seqs() const { return static_cast<int64_t>(seq_start.size()) - 1; }
+  // Every position but the last of each sequence predicts the next token.
+  static Batch next_token(const std::vector<std::vector<int32_t>>& seqs);
+};
+
+enum class HeadKind { kLm, kValue };
+
+class Transformer {
+ public:
+  explicit Transformer(const ModelConfig& cfg, HeadKind head = HeadKind::kLm);
+  ~Transformer();
+  Transformer(Transformer&&) noexcept;
+  Transformer& operator=(Transformer&&) noexcept;
+
+  // Loads config.json + safetensors from an HF directory (missing tensor / wrong shape: IoError).
+  static Transformer load(const std::string& dir, HeadKind head = HeadKind::kLm);
+  // HF-style init: normal(0, std) for linear and embedding weights, zero biases, unit norms.
+  void init_random(uint64_t seed, float std = 0.02f);
+  // Writes an HF checkpoint directory (see save_checkpoint).
+  void save(const std::string& dir, const SaveOptions& opts = {}) const;
+
+  const ModelConfig& config() const { return cfg_; }
+  HeadKind head() const { return head_; }
+  const std::vector<ParamSpec>& param_specs() const { return specs_; }
+  int64_t num_params() const { return n_params_; }
+  float* params() { return params_; }
+  const float* params() const { return params_; }
+  float* grads() { return grads_; }
+  const float* grads() const { return grads_; }
+  float* param(const std::string& name);  // nullptr if absent
+  float* grad(const std::string& name);
+  // Views of every parameter (or gradient) under its HF name, for saving.
+  std::vector<tensor::Tensor> param_tensors() const;
+  std::vector<tensor::Tensor> grad_tensors() const;
+  void zero_grad();
+
+  // Forward over the batch; keeps activations for backward. LM head: fills logprob/entropy with one
+  // value per row whose target >= 0, in row order (logits scaled by inv_temp). Value head: fills
+  // `values` with one value per row.
+  void forward(const Batch& batch, std::vector<float>& logprob, std::vector<float>& entropy,
+               float inv_temp = 1.0f);
+  void forward_values(const Batch& batch, std::vector<float>& values);
+  // Accumulates parameter gradients from d(loss)/d(logprob) and d(loss)/d(entropy) (LM head) of the
+  // last forward. dentropy may be empty (zero).
+  void backward(const std::vector<float>& dlogprob, const std::vector<float>& dentropy);
+  void backward_values(const std::vector<float>& dvalues);
+
+  // Bytes of activation memory the last forward held.
+  size_t activation_bytes() const;
+
+ private:
+  struct Impl;
+  ModelConfig cfg_;
+  HeadKind head_;
+  std::vector<ParamSpec> specs_;
+  std::vector<int64_t> offsets_;
+  int64_t n_params_ = 0;
+  float* params_ = nullptr;
+  float* grads_ = nullptr;
+  std::unique_ptr<Impl> impl_;
+};
+
+// RoPE tables [P, HS/2] for positions 0..P-1 as HF computes them (fp32 inv_freq, llama3 scaling).
+void rope_tables(const ModelConfig& cfg, int64_t positions, std::vector<float>& cos_t,
+                 std::vector<float>& sin_t);
+
+}  // namespace trinity::model
