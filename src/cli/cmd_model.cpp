@@ -80,8 +80,7 @@ int cmd_init_model(const Argv& argv) {
   Args a("init-model", argv,
          {"arch", "hidden", "layers", "heads", "kv-heads", "head-dim", "intermediate", "vocab",
           "tie!", "seed", "out", "dtype", "std", "rope-theta", "max-pos"});
-  model::ModelConfig cfg;
-  cfg.arch = model::arch_from_name(a.str("arch"));
+  model::ModelConfig cfg = model::default_config(model::arch_from_name(a.str("arch")));
   cfg.hidden_size = a.i64("hidden");
   cfg.num_hidden_layers = a.i64("layers");
   cfg.num_attention_heads = a.i64("heads");
@@ -96,8 +95,6 @@ int cmd_init_model(const Argv& argv) {
   cfg.intermediate_size = a.i64("intermediate", 4 * cfg.hidden_size);
   cfg.vocab_size = a.i64("vocab", 32000);
   cfg.tie_word_embeddings = a.flag("tie");
-  cfg.attention_bias = cfg.arch == model::Arch::kQwen2;
-  cfg.qk_norm = cfg.arch == model::Arch::kQwen3;
   cfg.rope_theta = a.f64("rope-theta", cfg.arch == model::Arch::kLlama ? 500000.0 : 1000000.0);
   cfg.max_position_embeddings = a.i64("max-pos", 4096);
   cfg.rms_norm_eps = cfg.arch == model::Arch::kLlama ? 1e-5 : 1e-6;
@@ -165,8 +162,7 @@ int cmd_debug_grad(const Argv& argv) {
 
 int cmd_demo(const Argv& argv) {
   Args a("demo", argv, {"hidden", "layers", "vocab", "steps"});
-  model::ModelConfig cfg;
-  cfg.arch = model::Arch::kQwen2;
+  model::ModelConfig cfg = model::default_config(model::Arch::kQwen2);
   cfg.hidden_size = a.i64("hidden", 256);
   cfg.num_hidden_layers = a.i64("layers", 4);
   cfg.num_attention_heads = 4;
@@ -174,7 +170,6 @@ int cmd_demo(const Argv& argv) {
   cfg.head_dim = cfg.hidden_size / 4;
   cfg.intermediate_size = 4 * cfg.hidden_size;
   cfg.vocab_size = a.i64("vocab", 4096);
-  cfg.attention_bias = true;
   cfg.validate();
   std::printf("trinity demo: BLAS core %s\n", tensor::blas_core_name());
   model::Transformer m(cfg);

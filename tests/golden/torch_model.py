@@ -90,6 +90,8 @@ def param_names(cfg):
             if bias:
                 out.append((p + f"self_attn.{n}_proj.bias", [rows]))
         out.append((p + "self_attn.o_proj.weight", [C, NH * HS]))
+        if bias and mt != "qwen2":
+            out.append((p + "self_attn.o_proj.bias", [C]))
         if mt == "qwen3":
             out.append((p + "self_attn.q_norm.weight", [HS]))
             out.append((p + "self_attn.k_norm.weight", [HS]))
@@ -178,6 +180,8 @@ class Model:
             a = torch.softmax(s, dim=-1)
             o = torch.einsum("hts,shd->thd", a, v).reshape(T, self.NH * self.HS)
             h = h + o @ sd[q_ + "self_attn.o_proj.weight"].T
+            if q_ + "self_attn.o_proj.bias" in sd:
+                h = h + sd[q_ + "self_attn.o_proj.bias"]
             x = rmsnorm(h, sd[q_ + "post_attention_layernorm.weight"], self.eps)
             g = x @ sd[q_ + "mlp.gate_proj.weight"].T
             u = x @ sd[q_ + "mlp.up_proj.weight"].T
