@@ -20,6 +20,9 @@ struct Command {
 };
 
 const Command kCommands[] = {
+    {"buffer stats", trinity::cli::cmd_buffer_stats, "counts by status / model version, reward histogram"},
+    {"buffer head", trinity::cli::cmd_buffer_head, "print the first experiences of a buffer"},
+    {"buffer export", trinity::cli::cmd_buffer_export, "export a buffer to lossless JSONL"},
     {"demo", trinity::cli::cmd_demo, "init a small model and print logprobs (engine demo)"},
     {"init-model", trinity::cli::cmd_init_model, "write a random-init HF checkpoint"},
     {"debug logprobs", trinity::cli::cmd_debug_logprobs,
