@@ -89,7 +89,7 @@ double std_population(const std::vector<double>& v) {
 void broadcast(const AdvInput& in, int64_t b, double a, AdvOutput& out) {
   for (int64_t t = 0; t < in.T; ++t) {
     const size_t i = in.at(b, t);
-    out.advantages[i] = out.returns[i] = static_cast<float>(a * in.mask[i]);
+    out.advantages[i] = out.returns[i] = in.mask[i] != 0 ? static_cast<float>(a * in.mask[i]) : 0.0f;
   }
   out.keep[static_cast<size_t>(b)] = 1;
 }

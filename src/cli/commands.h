@@ -12,9 +12,11 @@ using Argv = std::vector<std::string>;
 int cmd_init_model(const Argv& args);
 int cmd_debug_logprobs(const Argv& args);
 int cmd_debug_grad(const Argv& args);
+int cmd_debug_loss(const Argv& args);
 int cmd_demo(const Argv& args);
 int cmd_buffer_stats(const Argv& args);
 int cmd_buffer_head(const Argv& args);
 int cmd_buffer_export(const Argv& args);
+int cmd_tokenize(const Argv& args);
 
 }  // namespace trinity::cli

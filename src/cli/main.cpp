@@ -25,9 +25,12 @@ const Command kCommands[] = {
     {"buffer export", trinity::cli::cmd_buffer_export, "export a buffer to lossless JSONL"},
     {"demo", trinity::cli::cmd_demo, "init a small model and print logprobs (engine demo)"},
     {"init-model", trinity::cli::cmd_init_model, "write a random-init HF checkpoint"},
+    {"tokenize", trinity::cli::cmd_tokenize, "tokenize JSONL text / chat messages with a HF tokenizer dir"},
     {"debug logprobs", trinity::cli::cmd_debug_logprobs,
      "per-token logprobs and entropy of token sequences"},
     {"debug grad", trinity::cli::cmd_debug_grad, "gradient of -sum(logprobs) for every parameter"},
+    {"debug loss", trinity::cli::cmd_debug_loss,
+     "run an algorithm on one batch: loss, advantages, dloss/dlogprob, metrics"},
 };
 
 void usage(FILE* f) {
