@@ -1,7 +1,7 @@
-// Causal GQA attention kernels (see attention.h). Work is split over (sequence, head) for the
-// forward and over (sequence, kv head) for the backward, so dk/dv rows have a single writer.
-// Inner loops are written as axpy over contiguous memory (k and v transposed into thread-local
-// scratch) so they vectorise without reassociating float sums.
+// Causal GQA attention kernels (see attention.h). Each (sequence, head) is three or five GEMMs on a
+// T x T score matrix in scratch memory (BLAS threads inside each GEMM), with the causal softmax
+// and its backward done row-parallel in between. The upper triangle is computed and discarded:
+// cheaper than a masked kernel at these sizes. Scratch is O(T^2) per call, reused across heads.
 #include "tensor/attention.h"
 
 #include <algorithm>
@@ -10,28 +10,23 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "tensor/blas.h"
 
 namespace trinity::tensor {
 
 namespace {
 
-// kt[d * t + j] = src[(base + j) * ld + d] for d < hs, j < t.
-void transpose_head(float* kt, const float* src, int64_t base, int64_t t, int64_t ld, int64_t hs) {
-  for (int64_t j = 0; j < t; ++j) {
-    const float* r = src + (base + j) * ld;
-    for (int64_t d = 0; d < hs; ++d) kt[d * t + j] = r[d];
-  }
+int64_t max_len(const int64_t* seq_start, int64_t b) {
+  int64_t tmax = 0;
+  for (int64_t i = 0; i < b; ++i) tmax = std::max(tmax, seq_start[i + 1] - seq_start[i]);
+  return tmax;
 }
 
-// s[0..n) = scale * sum_d qi[d] * kt[d * t + j]
-void scores(float* s, const float* qi, const float* kt, int64_t n, int64_t t, int64_t hs,
-            float scale) {
-  std::fill(s, s + n, 0.0f);
-  for (int64_t d = 0; d < hs; ++d) {
-    const float a = qi[d] * scale;
-    const float* kr = kt + d * t;
-    for (int64_t j = 0; j < n; ++j) s[j] += a * kr[j];
-  }
+// s[T, T] = scale * q_h k_h^T for one sequence and head.
+void score_matrix(float* s, const float* q, const float* k, int64_t t, int64_t ldq, int64_t ldk,
+                  int64_t hs, float scale) {
+  gemm(false, true, static_cast<int>(t), static_cast<int>(t), static_cast<int>(hs), scale, q,
+       static_cast<int>(ldq), k, static_cast<int>(ldk), 0.0f, s, static_cast<int>(t));
 }
 
 }  // namespace
@@ -41,86 +36,77 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
   const int64_t hs = sh.hs, nh = sh.nh, group = sh.nh / sh.nkv;
   const int64_t ldq = nh * hs, ldk = sh.nkv * hs;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  int64_t tmax = 0;
-  for (int64_t i = 0; i < b; ++i) tmax = std::max(tmax, seq_start[i + 1] - seq_start[i]);
-  parallel_for_dynamic(b * nh, [&](int64_t item) {
-    thread_local std::vector<float> kt, s;
-    kt.resize(static_cast<size_t>(tmax * hs));
-    s.resize(static_cast<size_t>(tmax));
-    const int64_t bi = item / nh, h = item % nh, kvh = h / group;
+  const int64_t tmax = max_len(seq_start, b);
+  std::vector<float> s(static_cast<size_t>(tmax * tmax));
+  for (int64_t bi = 0; bi < b; ++bi) {
     const int64_t base = seq_start[bi], t = seq_start[bi + 1] - base;
-    transpose_head(kt.data(), k + kvh * hs, base, t, ldk, hs);
-    for (int64_t i = 0; i < t; ++i) {
-      const float* qi = q + (base + i) * ldq + h * hs;
-      scores(s.data(), qi, kt.data(), i + 1, t, hs, scale);
-      float m = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j <= i; ++j) m = std::max(m, s[static_cast<size_t>(j)]);
-      float sum = 0.0f;
-      for (int64_t j = 0; j <= i; ++j) {
-        const float e = std::exp(s[static_cast<size_t>(j)] - m);
-        s[static_cast<size_t>(j)] = e;
-        sum += e;
-      }
-      const float inv = 1.0f / sum;
-      float* o = out + (base + i) * ldq + h * hs;
-      std::fill(o, o + hs, 0.0f);
-      for (int64_t j = 0; j <= i; ++j) {
-        const float p = s[static_cast<size_t>(j)] * inv;
-        const float* vj = v + (base + j) * ldk + kvh * hs;
-        for (int64_t d = 0; d < hs; ++d) o[d] += p * vj[d];
-      }
-      lse[(base + i) * nh + h] = m + std::log(sum);
+    for (int64_t h = 0; h < nh; ++h) {
+      const int64_t kvh = h / group;
+      score_matrix(s.data(), q + base * ldq + h * hs, k + base * ldk + kvh * hs, t, ldq, ldk, hs,
+                   scale);
+      parallel_for(t, [&](int64_t i) {
+        float* row = s.data() + i * t;
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j <= i; ++j) m = std::max(m, row[j]);
+        float sum = 0.0f;
+        for (int64_t j = 0; j <= i; ++j) {
+          row[j] = std::exp(row[j] - m);
+          sum += row[j];
+        }
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
+        std::fill(row + i + 1, row + t, 0.0f);
+        lse[(base + i) * nh + h] = m + std::log(sum);
+      });
+      gemm(false, false, static_cast<int>(t), static_cast<int>(hs), static_cast<int>(t), 1.0f,
+           s.data(), static_cast<int>(t), v + base * ldk + kvh * hs, static_cast<int>(ldk), 0.0f,
+           out + base * ldq + h * hs, static_cast<int>(ldq));
     }
-  });
+  }
 }
 
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q,
                         const float* k, const float* v, const float* out, const float* lse,
                         const int64_t* seq_start, int64_t b, AttnShape sh) {
-  const int64_t hs = sh.hs, nh = sh.nh, nkv = sh.nkv, group = sh.nh / sh.nkv;
-  const int64_t ldq = nh * hs, ldk = nkv * hs;
+  const int64_t hs = sh.hs, nh = sh.nh, group = sh.nh / sh.nkv;
+  const int64_t ldq = nh * hs, ldk = sh.nkv * hs;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  int64_t tmax = 0;
-  for (int64_t i = 0; i < b; ++i) tmax = std::max(tmax, seq_start[i + 1] - seq_start[i]);
-  parallel_for_dynamic(b * nkv, [&](int64_t item) {
-    thread_local std::vector<float> kt, vt, p, dp;
-    kt.resize(static_cast<size_t>(tmax * hs));
-    vt.resize(static_cast<size_t>(tmax * hs));
-    p.resize(static_cast<size_t>(tmax));
-    dp.resize(static_cast<size_t>(tmax));
-    const int64_t bi = item / nkv, kvh = item % nkv;
+  const int64_t tmax = max_len(seq_start, b);
+  std::vector<float> p(static_cast<size_t>(tmax * tmax)), dp(p.size());
+  const int it = static_cast<int>(ldq), ik = static_cast<int>(ldk), ihs = static_cast<int>(hs);
+  for (int64_t bi = 0; bi < b; ++bi) {
     const int64_t base = seq_start[bi], t = seq_start[bi + 1] - base;
-    transpose_head(kt.data(), k + kvh * hs, base, t, ldk, hs);
-    transpose_head(vt.data(), v + kvh * hs, base, t, ldk, hs);
-    for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h) {
-      for (int64_t i = 0; i < t; ++i) {
-        const int64_t row = base + i;
-        const float* qi = q + row * ldq + h * hs;
-        const float* doi = dout + row * ldq + h * hs;
-        const float* oi = out + row * ldq + h * hs;
-        float* dqi = dq + row * ldq + h * hs;
-        const float l = lse[row * nh + h];
-        scores(p.data(), qi, kt.data(), i + 1, t, hs, scale);
-        for (int64_t j = 0; j <= i; ++j) p[static_cast<size_t>(j)] = std::exp(p[static_cast<size_t>(j)] - l);
-        // dp_j = dO_i . V_j ; D = dO_i . O_i
-        scores(dp.data(), doi, vt.data(), i + 1, t, hs, 1.0f);
-        float dsum = 0.0f;
+    const int tt = static_cast<int>(t);
+    for (int64_t h = 0; h < nh; ++h) {
+      const int64_t kvh = h / group;
+      const float* qh = q + base * ldq + h * hs;
+      const float* kh = k + base * ldk + kvh * hs;
+      const float* vh = v + base * ldk + kvh * hs;
+      const float* doh = dout + base * ldq + h * hs;
+      score_matrix(p.data(), qh, kh, t, ldq, ldk, hs, scale);
+      // dP = dO V^T
+      gemm(false, true, tt, tt, ihs, 1.0f, doh, it, vh, ik, 0.0f, dp.data(), tt);
+      parallel_for(t, [&](int64_t i) {
+        float* pr = p.data() + i * t;
+        float* dr = dp.data() + i * t;
+        const float l = lse[(base + i) * nh + h];
+        const float* oi = out + (base + i) * ldq + h * hs;
+        const float* doi = doh + i * ldq;
+        float dsum = 0.0f;  // D_i = dO_i . O_i = sum_j P_ij dP_ij
         for (int64_t d = 0; d < hs; ++d) dsum += doi[d] * oi[d];
         for (int64_t j = 0; j <= i; ++j) {
-          const float pj = p[static_cast<size_t>(j)];
-          const float ds = pj * (dp[static_cast<size_t>(j)] - dsum) * scale;
-          const float* kj = k + (base + j) * ldk + kvh * hs;
-          float* dkj = dk + (base + j) * ldk + kvh * hs;
-          float* dvj = dv + (base + j) * ldk + kvh * hs;
-          for (int64_t d = 0; d < hs; ++d) {
-            dqi[d] += ds * kj[d];
-            dkj[d] += ds * qi[d];
-            dvj[d] += pj * doi[d];
-          }
+          pr[j] = std::exp(pr[j] - l);
+          dr[j] = pr[j] * (dr[j] - dsum) * scale;  // dS (scaled for q k^T)
         }
-      }
+        std::fill(pr + i + 1, pr + t, 0.0f);
+        std::fill(dr + i + 1, dr + t, 0.0f);
+      });
+      // dQ_h += dS K ; dK += dS^T Q_h ; dV += P^T dO_h
+      gemm(false, false, tt, ihs, tt, 1.0f, dp.data(), tt, kh, ik, 1.0f, dq + base * ldq + h * hs, it);
+      gemm(true, false, tt, ihs, tt, 1.0f, dp.data(), tt, qh, it, 1.0f, dk + base * ldk + kvh * hs, ik);
+      gemm(true, false, tt, ihs, tt, 1.0f, p.data(), tt, doh, it, 1.0f, dv + base * ldk + kvh * hs, ik);
     }
-  });
+  }
 }
 
 void attention_forward_ref(float* out, float* lse, const float* q, const float* k, const float* v,

@@ -2,7 +2,7 @@
 // Rows of sequence b are seq_start[b] .. seq_start[b+1]-1; positions restart at 0 per sequence and
 // no row attends across sequences. Query head h reads kv head h / (NH / NKV).
 // Forward saves lse (log-sum-exp of each row's scores) so backward recomputes the probabilities
-// instead of storing T x T per head: memory O(N * NH), scratch O(T * HS) per thread.
+// instead of storing T x T per head: saved memory O(N * NH), scratch O(T^2) reused across heads.
 #pragma once
 
 #include <cstdint>
