@@ -66,8 +66,11 @@ double LrSchedule::factor(int64_t step) const {
   if (step < warmup_steps)
     return static_cast<double>(step) / static_cast<double>(std::max<int64_t>(1, warmup_steps));
   if (type == "constant") return 1.0;
-  const double progress = static_cast<double>(step - warmup_steps) /
-                          static_cast<double>(std::max<int64_t>(1, total_steps - warmup_steps));
+  // Progress is clamped at 1: verl's formula lets cos() rise again past total_steps (a run that
+  // outlives its schedule would get its lr back); we hold min_lr_ratio instead.
+  const double progress = std::min(
+      1.0, static_cast<double>(step - warmup_steps) /
+               static_cast<double>(std::max<int64_t>(1, total_steps - warmup_steps)));
   const double x = std::cos(M_PI * progress);
   return std::max(min_lr_ratio, x * (1.0 - min_lr_ratio) * 0.5 + (1.0 + min_lr_ratio) * 0.5);
 }
