@@ -51,7 +51,7 @@ class Stmt {
     return *this;
   }
   Stmt& bind_blob(int i, const std::string& v) {
-    sqlite3_bind_blob(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_blob(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);  // callers keep v alive until step()
     return *this;
   }
   Stmt& bind_null(int i) { sqlite3_bind_null(st_, i); return *this; }
@@ -160,6 +160,9 @@ SqliteStorage::SqliteStorage(const StorageConfig& cfg)
   for (int attempt = 0;; ++attempt) {
     try {
       db_->exec("PRAGMA journal_mode=WAL", describe());
+      // Checkpoint every 4096 pages (16 MiB) instead of 1000: 1k-token experiences are ~9 KB each, and
+      // fewer checkpoints (each with an fsync) roughly double batched write throughput.
+      db_->exec("PRAGMA wal_autocheckpoint=4096", describe());
       db_->exec("PRAGMA synchronous=NORMAL", describe());
       break;
     } catch (const Busy&) {
@@ -169,17 +172,22 @@ SqliteStorage::SqliteStorage(const StorageConfig& cfg)
   }
   const std::string t = "\"" + table_ + "\"";
   transaction([&] {
+    // Small, often-updated columns (Trinity's names) in the main table; the payload, written once, in
+    // <name>_payload keyed by the same id, so leasing and acking never rewrite kilobytes of arrays.
     db_->exec(strcat("CREATE TABLE IF NOT EXISTS ", t, " ("
                      "id INTEGER PRIMARY KEY AUTOINCREMENT, timestamp REAL NOT NULL, "
                      "task_id TEXT NOT NULL, run_id INTEGER NOT NULL, msg_id TEXT NOT NULL, "
                      "uid TEXT NOT NULL UNIQUE, rid TEXT NOT NULL, model_version INTEGER NOT NULL, "
                      "reward REAL, status INTEGER NOT NULL, consumed INTEGER NOT NULL DEFAULT 0, "
                      "lease TEXT, owner TEXT, lease_expires REAL, available_at REAL NOT NULL DEFAULT 0, "
-                     "schema_version INTEGER NOT NULL, meta TEXT NOT NULL, arrays BLOB NOT NULL)"),
+                     "schema_version INTEGER NOT NULL)"),
+             describe());
+    db_->exec(strcat("CREATE TABLE IF NOT EXISTS \"", table_, "_payload\" ("
+                     "id INTEGER PRIMARY KEY, meta TEXT NOT NULL, arrays BLOB NOT NULL)"),
              describe());
     db_->exec(strcat("CREATE INDEX IF NOT EXISTS \"", table_, "_order\" ON ", t, " (status, consumed, id)"), describe());
-    db_->exec(strcat("CREATE INDEX IF NOT EXISTS \"", table_, "_lease\" ON ", t, " (lease)"), describe());
-    db_->exec(strcat("CREATE INDEX IF NOT EXISTS \"", table_, "_task\" ON ", t, " (task_id)"), describe());
+    db_->exec(strcat("CREATE INDEX IF NOT EXISTS \"", table_, "_lease\" ON ", t, " (lease) WHERE lease IS NOT NULL"),
+              describe());
   });
 }
 
@@ -197,9 +205,10 @@ bool SqliteStorage::write(const std::vector<Experience>& batch, double) {
   const double ts = wall_now();
   const int64_t ignored = transaction([&] {
     Stmt st(db_->db, strcat("INSERT INTO \"", table_, "\" (timestamp, task_id, run_id, msg_id, uid, rid, "
-                            "model_version, reward, status, consumed, schema_version, meta, arrays) "
-                            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(uid) DO NOTHING"),
+                            "model_version, reward, status, consumed, schema_version) "
+                            "VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(uid) DO NOTHING"),
             describe());
+    Stmt pay(db_->db, strcat("INSERT INTO \"", table_, "_payload\" (id, meta, arrays) VALUES (?,?,?)"), describe());
     int64_t dup = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
       const Experience& e = batch[i];
@@ -207,10 +216,17 @@ bool SqliteStorage::write(const std::vector<Experience>& batch, double) {
       st.bind(6, e.eid.rid()).bind(7, e.model_version);
       if (e.reward) st.bind(8, *e.reward); else st.bind_null(8);
       st.bind(9, static_cast<int64_t>(e.reward ? kReady : kPending)).bind(10, e.use_count);
-      st.bind(11, static_cast<int64_t>(kSchemaVersion)).bind(12, enc[i].first).bind_blob(13, enc[i].second);
+      st.bind(11, static_cast<int64_t>(kSchemaVersion));
       st.step(describe());
-      if (sqlite3_changes(db_->db) == 0) ++dup;
+      const bool inserted = sqlite3_changes(db_->db) > 0;
       st.reset();
+      if (!inserted) {
+        ++dup;
+        continue;
+      }
+      pay.bind(1, static_cast<int64_t>(sqlite3_last_insert_rowid(db_->db))).bind(2, enc[i].first).bind_blob(3, enc[i].second);
+      pay.step(describe());
+      pay.reset();
     }
     return dup;
   });
@@ -267,7 +283,8 @@ bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadR
       up.bind(1, lease).bind(2, owner_).bind(3, now + cfg_.lease_timeout).bind(4, id).step(describe());
       up.reset();
     }
-    Stmt get(db_->db, strcat("SELECT id, meta, arrays, reward, consumed, schema_version FROM ", t, " WHERE id=?"),
+    Stmt get(db_->db, strcat("SELECT m.id, p.meta, p.arrays, m.reward, m.consumed, m.schema_version FROM ", t,
+                             " m JOIN \"", table_, "_payload\" p ON p.id = m.id WHERE m.id=?"),
              describe());
     out.batch.clear();
     for (int64_t id : ids) {
@@ -391,8 +408,8 @@ StorageStats SqliteStorage::stats() {
 
 std::vector<Experience> SqliteStorage::scan(int64_t offset, int64_t limit) {
   std::lock_guard<std::mutex> lock(db_->mu);
-  Stmt st(db_->db, strcat("SELECT id, meta, arrays, reward, consumed FROM \"", table_,
-                          "\" ORDER BY id LIMIT ? OFFSET ?"), describe());
+  Stmt st(db_->db, strcat("SELECT m.id, p.meta, p.arrays, m.reward, m.consumed FROM \"", table_, "\" m JOIN \"",
+                          table_, "_payload\" p ON p.id = m.id ORDER BY m.id LIMIT ? OFFSET ?"), describe());
   st.bind(1, limit).bind(2, offset);
   std::vector<Experience> out;
   while (st.step(describe())) {
