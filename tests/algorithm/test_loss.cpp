@@ -474,3 +474,48 @@ TEST(PolicyLoss, UnknownArgsAndValuesAreErrorsListingValidOnes) {
 
 }  // namespace
 }  // namespace trinity::algo
+
+#include "algorithm/value_loss.h"
+
+namespace trinity::algo {
+namespace {
+
+TEST(ValueLoss, HandValuesClipAndFiniteDifferences) {
+  // Token 0: V = 1.0, old 0.8, R = 2 → inside the clip: ½(1 − 2)² = 0.5, d = −1.
+  // Token 1: V = 2.0, old 0.8 (clipped to 1.3), R = 0 → l1 = 4 > l2 = 1.69: unclipped, d = 2.
+  // Token 2: V = 0.0, old 0.8 (clipped to 0.3), R = 2 → l2 = 2.89 < l1 = 4: unclipped.
+  // Token 3: V = 2.0, old 0.8 → Vc = 1.3, R = 3: l2 = 2.89 > l1 = 1 → clipped, d = 0.
+  std::vector<float> v = {1, 2, 0, 2}, old = {0.8f, 0.8f, 0.8f, 0.8f}, ret = {2, 0, 2, 3}, mask = {1, 1, 1, 1};
+  ValueBatch vb{1, 4, v, old, ret, mask};
+  TokenBatch tb;
+  tb.B = 1, tb.T = 4, tb.mask = mask, tb.logprob = v;
+  const Normalizer norm = Normalizer::of(tb);
+  std::vector<float> g(4, 0.0f);
+  Metrics m;
+  const double loss = value_loss(vb, norm, AggMode::kTokenMean, 0.5, g, m);
+  EXPECT_NEAR(loss, 0.5 * (1 + 4 + 4 + 2.89) / 4, 1e-6);
+  EXPECT_NEAR(g[0], -1.0 / 4, 1e-6);
+  EXPECT_NEAR(g[1], 2.0 / 4, 1e-6);
+  EXPECT_EQ(g[3], 0.0f);
+  EXPECT_NEAR(m.get("vf_clipfrac"), 0.25, 1e-12);
+  // Finite differences at points away from the clip edges.
+  test::Data d = test::random_data(5, 4, 5);
+  std::vector<float> vals(d.lp.size()), olds(d.lp.size()), rets(d.lp.size());
+  Rng rng(9);
+  for (size_t i = 0; i < vals.size(); ++i) {
+    olds[i] = static_cast<float>(rng.uniform());
+    vals[i] = static_cast<float>(olds[i] + (rng.below(2) ? 0.2 : 0.9) * (rng.below(2) ? 1 : -1));
+    rets[i] = static_cast<float>(2 * rng.uniform() - 0.5);
+  }
+  auto run_v = [&](std::span<float> grad) {
+    Metrics mm;
+    ValueBatch x{d.B, d.T, vals, olds, rets, d.mask};
+    return value_loss(x, Normalizer::of(d.batch()), AggMode::kSeqMeanTokenMean, 0.5, grad, mm);
+  };
+  std::vector<float> gv(vals.size(), 0.0f);
+  run_v(gv);
+  test::expect_fd(d, vals, gv, [&] { return run_v({}); }, "value loss");
+}
+
+}  // namespace
+}  // namespace trinity::algo
