@@ -254,6 +254,20 @@ bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadR
       if (req.min_model_version) sel.bind(k++, *req.min_model_version);
       sel.bind(k++, static_cast<int64_t>(req.batch_size));
       while (sel.step(describe())) ids.push_back(sel.i64(0));
+    } else if (rb.priority_fn == "linear_decay" || rb.sigma <= 0) {
+      // Deterministic priority: let SQLite sort (no per-row transfer); the use-count limit of
+      // decay_limit_randomization is a filter here and a retirement at ack.
+      const bool limited = rb.priority_fn == "decay_limit_randomization" && rb.use_count_limit > 0;
+      Stmt sel(db_->db, strcat("SELECT id FROM ", t, " WHERE ", filter, limited ? " AND consumed < ?" : "",
+                               " ORDER BY (model_version - ? * consumed) DESC, id DESC LIMIT ?"),
+               describe());
+      int k = 1;
+      sel.bind(k++, now);
+      if (req.min_model_version) sel.bind(k++, *req.min_model_version);
+      if (limited) sel.bind(k++, rb.use_count_limit);
+      sel.bind(k++, rb.decay);
+      sel.bind(k++, static_cast<int64_t>(req.batch_size));
+      while (sel.step(describe())) ids.push_back(sel.i64(0));
     } else {
       struct Cand { double prio; int64_t id; };
       std::vector<Cand> cands;
@@ -332,18 +346,23 @@ ReadResult SqliteStorage::read(const ReadRequest& req) {
   }
 }
 
-void SqliteStorage::ack(const std::string& lease) {
-  std::lock_guard<std::mutex> lock(db_->mu);
+void SqliteStorage::ack_in_transaction(const std::string& lease) {
+  // With reuse, a row goes back to ready after the cooldown unless it reached use_count_limit.
   const auto& rb = cfg_.replay_buffer;
   const bool reuse = rb.enable && rb.reuse_cooldown_time.has_value();
-  transaction([&] {
-    Stmt st(db_->db, strcat("UPDATE \"", table_, "\" SET status=?, available_at=?, lease=NULL, owner=NULL, "
-                            "lease_expires=NULL WHERE lease=? AND status=2"), describe());
-    st.bind(1, static_cast<int64_t>(reuse ? kReady : kDone))
-        .bind(2, reuse ? wall_now() + *rb.reuse_cooldown_time : 0.0)
-        .bind(3, lease)
-        .step(describe());
-  });
+  const int64_t limit = rb.priority_fn == "decay_limit_randomization" ? rb.use_count_limit : 0;
+  Stmt st(db_->db, strcat("UPDATE \"", table_, "\" SET status=CASE WHEN ? AND (? <= 0 OR consumed < ?) THEN 1 "
+                          "ELSE 3 END, available_at=?, lease=NULL, owner=NULL, lease_expires=NULL "
+                          "WHERE lease=? AND status=2"), describe());
+  st.bind(1, static_cast<int64_t>(reuse)).bind(2, limit).bind(3, limit)
+      .bind(4, reuse ? wall_now() + *rb.reuse_cooldown_time : 0.0)
+      .bind(5, lease)
+      .step(describe());
+}
+
+void SqliteStorage::ack(const std::string& lease) {
+  std::lock_guard<std::mutex> lock(db_->mu);
+  transaction([&] { ack_in_transaction(lease); });
   my_leases_.erase(lease);
 }
 
@@ -440,9 +459,7 @@ void SqliteStorage::load_state(const std::string& state) {
   std::lock_guard<std::mutex> lock(db_->mu);
   transaction([&] {
     // The checkpoint holding this state trained on these leases: consume them for good (idempotent).
-    Stmt ack(db_->db, strcat("UPDATE \"", table_, "\" SET status=3, lease=NULL, owner=NULL, lease_expires=NULL "
-                             "WHERE lease=? AND status=2"), describe());
-    for (const auto& l : covered) { ack.bind(1, l).step(describe()); ack.reset(); }
+    for (const auto& l : covered) ack_in_transaction(l);
     // Any other lease of this reader belongs to the dead previous run: give it back now.
     Stmt(db_->db, strcat("UPDATE \"", table_, "\" SET status=1, lease=NULL, owner=NULL, lease_expires=NULL, "
                          "consumed=MAX(consumed-1,0) WHERE status=2 AND owner=?"), describe())

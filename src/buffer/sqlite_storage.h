@@ -42,6 +42,7 @@ class SqliteStorage : public ExperienceStorage {
   template <typename Fn>
   auto transaction(Fn&& fn);
   bool try_lease_locked(const ReadRequest& req, bool partial, ReadResult& out);
+  void ack_in_transaction(const std::string& lease);
 
   StorageConfig cfg_;
   std::string path_, table_, owner_;

@@ -71,7 +71,7 @@ void write_n(const std::string& path, int w, int n, int per_tx, int n_tokens = 6
     std::vector<Experience> batch;
     for (int i = 0; i < per_tx && k * per_tx + i < n; ++i) {
       Experience e = make_exp(k * per_tx + i, n_tokens);
-      e.eid.batch = "w" + std::to_string(w) + "-" + std::to_string(k);
+      e.eid.batch = trinity::strcat("w", w, "-", k);
       e.eid.task = i;
       batch.push_back(std::move(e));
     }
@@ -157,7 +157,7 @@ TEST(BufferMultiProcess, WriterKilledMidTransactionLosesNothingCommitted) {
         std::vector<Experience> batch;
         for (int i = 0; i < kBatch; ++i) {
           Experience e = make_exp(i, 1024);
-          e.eid.batch = "r" + std::to_string(round) + "-" + std::to_string(k);
+          e.eid.batch = trinity::strcat("r", round, "-", k);
           e.eid.task = i;
           batch.push_back(std::move(e));
         }
@@ -183,7 +183,7 @@ TEST(BufferMultiProcess, WriterKilledMidTransactionLosesNothingCommitted) {
       if (page.empty()) break;
       for (const auto& e : page) {
         ASSERT_EQ(e.tokens.size(), 1024u);
-        if (e.eid.batch.rfind("r" + std::to_string(round) + "-", 0) == 0) per_batch[e.eid.batch]++;
+        if (e.eid.batch.rfind(trinity::strcat("r", round, "-"), 0) == 0) per_batch[e.eid.batch]++;
       }
     }
     EXPECT_GE(static_cast<int>(per_batch.size()), committed) << "round " << round;

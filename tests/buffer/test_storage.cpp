@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -360,4 +361,42 @@ TEST(BufferStorage, SqliteIgnoresDuplicateUids) {
   s->write({e});
   s->write({e, make_exp(1)});
   EXPECT_EQ(s->stats().total, 2);
+}
+
+TEST(BufferStorage, QueueReplayEvictsLowestWhenFull) {
+  StorageConfig c = cfg_for("queue");
+  c.capacity = 3;
+  c.replay_buffer.enable = true;
+  QueueStorage q(c);
+  q.write({make_exp(0, 12, false, 5), make_exp(1, 12, false, 1), make_exp(2, 12, false, 3)});
+  q.write({make_exp(3, 12, false, 0)});  // lower than everything held: dropped
+  q.write({make_exp(4, 12, false, 4)});  // evicts v1
+  ReadResult r = q.read(req(3));
+  ASSERT_EQ(r.status, ReadStatus::kOk);
+  std::vector<int64_t> v;
+  for (auto& e : r.batch) v.push_back(e.model_version);
+  EXPECT_EQ(v, (std::vector<int64_t>{5, 4, 3}));
+  EXPECT_EQ(q.read(req(1, 0.01)).status, ReadStatus::kTimeout);
+}
+
+TEST(BufferStorage, SqliteRandomizedPriorityStillRespectsLimit) {
+  const std::string dir = temp_dir("sigma");
+  StorageConfig c = cfg_for("sql", dir + "/s.db");
+  c.replay_buffer.enable = true;
+  c.replay_buffer.priority_fn = "decay_limit_randomization";
+  c.replay_buffer.sigma = 0.5;
+  c.replay_buffer.use_count_limit = 3;
+  c.replay_buffer.reuse_cooldown_time = 0.0;
+  auto s = open_storage(c);
+  s->write({make_exp(0, 12, false, 0), make_exp(1, 12, false, 10)});
+  std::map<int64_t, int> uses;
+  for (int k = 0; k < 10; ++k) {
+    ReadResult r = s->read(req(1, 0.01));
+    if (r.status != ReadStatus::kOk) break;
+    uses[r.batch[0].model_version]++;
+    s->ack(r.lease);
+  }
+  EXPECT_EQ(uses[0], 3);
+  EXPECT_EQ(uses[10], 3);
+  EXPECT_EQ(s->stats().consumed, 2);
 }
