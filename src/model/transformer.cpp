@@ -169,50 +169,51 @@ Transformer::Transformer(const ModelConfig& cfg, HeadKind head)
     n_params_ += (n + 15) / 16 * 16;  // 64-byte aligned starts
   }
   params_ = aligned_floats(n_params_);
-  grads_ = aligned_floats(n_params_);
   zero(params_, n_params_);
-  zero(grads_, n_params_);
+  bind(params_, false);
+  TRINITY_ASSERT(impl_->wte && impl_->lnf, "param_specs is missing embeddings or final norm");
+}
 
+// Points the per-layer views (lp or lg) and the head pointers into `base` (params or grads).
+void Transformer::bind(float* base, bool is_grad) {
   auto& im = *impl_;
   const int64_t L = cfg_.num_hidden_layers;
-  im.lp.resize(static_cast<size_t>(L));
-  im.lg.resize(static_cast<size_t>(L));
-  auto set = [&](float* base, LayerParams& l, int64_t i) {
-    auto get = [&](const std::string& n) -> float* {
-      const std::string full = "model.layers." + std::to_string(i) + "." + n;
-      for (size_t k = 0; k < specs_.size(); ++k)
-        if (specs_[k].name == full) return base + offsets_[k];
-      return nullptr;
-    };
-    l = {get("input_layernorm.weight"),       get("self_attn.q_proj.weight"),
-         get("self_attn.q_proj.bias"),        get("self_attn.k_proj.weight"),
-         get("self_attn.k_proj.bias"),        get("self_attn.v_proj.weight"),
-         get("self_attn.v_proj.bias"),        get("self_attn.o_proj.weight"),
-         get("self_attn.o_proj.bias"),
-         get("self_attn.q_norm.weight"),      get("self_attn.k_norm.weight"),
-         get("post_attention_layernorm.weight"), get("mlp.gate_proj.weight"),
-         get("mlp.up_proj.weight"),           get("mlp.down_proj.weight")};
-    TRINITY_ASSERT(l.ln1 && l.wq && l.wk && l.wv && l.wo && l.ln2 && l.wg && l.wu && l.wd,
-                   "param_specs is missing a layer weight");
+  auto& layers = is_grad ? im.lg : im.lp;
+  layers.resize(static_cast<size_t>(L));
+  auto find = [&](const std::string& full) -> float* {
+    for (size_t k = 0; k < specs_.size(); ++k)
+      if (specs_[k].name == full) return base + offsets_[k];
+    return nullptr;
   };
   for (int64_t i = 0; i < L; ++i) {
-    set(params_, im.lp[static_cast<size_t>(i)], i);
-    set(grads_, im.lg[static_cast<size_t>(i)], i);
+    auto get = [&](const char* n) { return find("model.layers." + std::to_string(i) + "." + n); };
+    LayerParams& l = layers[static_cast<size_t>(i)];
+    l = {get("input_layernorm.weight"),          get("self_attn.q_proj.weight"),
+         get("self_attn.q_proj.bias"),           get("self_attn.k_proj.weight"),
+         get("self_attn.k_proj.bias"),           get("self_attn.v_proj.weight"),
+         get("self_attn.v_proj.bias"),           get("self_attn.o_proj.weight"),
+         get("self_attn.o_proj.bias"),           get("self_attn.q_norm.weight"),
+         get("self_attn.k_norm.weight"),         get("post_attention_layernorm.weight"),
+         get("mlp.gate_proj.weight"),            get("mlp.up_proj.weight"),
+         get("mlp.down_proj.weight")};
+    TRINITY_ASSERT(l.ln1 && l.wq && l.wk && l.wv && l.wo && l.ln2 && l.wg && l.wu && l.wd,
+                   "param_specs is missing a layer weight");
   }
-  im.wte = param("model.embed_tokens.weight");
-  im.dwte = grad("model.embed_tokens.weight");
-  im.lnf = param("model.norm.weight");
-  im.dlnf = grad("model.norm.weight");
-  if (head_ == HeadKind::kLm) {
-    im.whead = cfg_.tie_word_embeddings ? im.wte : param("lm_head.weight");
-    im.dwhead = cfg_.tie_word_embeddings ? im.dwte : grad("lm_head.weight");
-  } else {
-    im.vw = param("score.weight");
-    im.vb = param("score.bias");
-    im.dvw = grad("score.weight");
-    im.dvb = grad("score.bias");
-  }
-  TRINITY_ASSERT(im.wte && im.lnf, "param_specs is missing embeddings or final norm");
+  float* wte = find("model.embed_tokens.weight");
+  float* head = head_ == HeadKind::kLm ? (cfg_.tie_word_embeddings ? wte : find("lm_head.weight")) : nullptr;
+  (is_grad ? im.dwte : im.wte) = wte;
+  (is_grad ? im.dlnf : im.lnf) = find("model.norm.weight");
+  (is_grad ? im.dwhead : im.whead) = head;
+  (is_grad ? im.dvw : im.vw) = find("score.weight");
+  (is_grad ? im.dvb : im.vb) = find("score.bias");
+}
+
+// Gradients are allocated on first use, so an inference-only model costs only its parameters.
+void Transformer::ensure_grads() {
+  if (grads_) return;
+  grads_ = aligned_floats(n_params_);
+  zero(grads_, n_params_);
+  bind(grads_, true);
 }
 
 Transformer::~Transformer() {
@@ -256,6 +257,7 @@ float* Transformer::param(const std::string& name) {
 }
 
 float* Transformer::grad(const std::string& name) {
+  ensure_grads();
   for (size_t k = 0; k < specs_.size(); ++k)
     if (specs_[k].name == name) return grads_ + offsets_[k];
   return nullptr;
@@ -269,13 +271,17 @@ std::vector<Tensor> Transformer::param_tensors() const {
 }
 
 std::vector<Tensor> Transformer::grad_tensors() const {
+  TRINITY_ASSERT(grads_, "no gradients yet: call zero_grad() or backward() first");
   std::vector<Tensor> out;
   for (size_t k = 0; k < specs_.size(); ++k)
     out.push_back(Tensor::view(DType::kF32, specs_[k].shape, grads_ + offsets_[k], nullptr));
   return out;
 }
 
-void Transformer::zero_grad() { zero(grads_, n_params_); }
+void Transformer::zero_grad() {
+  ensure_grads();
+  zero(grads_, n_params_);
+}
 
 void Transformer::init_random(uint64_t seed, float std) {
   Rng rng(seed);
@@ -525,6 +531,7 @@ void Transformer::forward(const Batch& batch, std::vector<float>& logprob,
 void Transformer::backward(const std::vector<float>& dlogprob, const std::vector<float>& dentropy) {
   auto& im = *impl_;
   TRINITY_ASSERT(im.have_forward && head_ == HeadKind::kLm, "backward() without a forward()");
+  ensure_grads();
   const int64_t m = static_cast<int64_t>(im.head_rows.size()), n = im.batch.rows(),
                 c = cfg_.hidden_size;
   TRINITY_ASSERT(static_cast<int64_t>(dlogprob.size()) == m, "dlogprob has ", dlogprob.size(),
@@ -559,6 +566,7 @@ void Transformer::forward_values(const Batch& batch, std::vector<float>& values)
 void Transformer::backward_values(const std::vector<float>& dvalues) {
   auto& im = *impl_;
   TRINITY_ASSERT(im.have_forward && head_ == HeadKind::kValue, "backward_values() without forward");
+  ensure_grads();
   const int64_t n = im.batch.rows(), c = cfg_.hidden_size;
   TRINITY_ASSERT(static_cast<int64_t>(dvalues.size()) == n, "dvalues size mismatch");
   zero(im.dln, n * c);

@@ -2,7 +2,7 @@
 // packed batch of variable-length sequences (no padding: N rows = sum of lengths), with one of
 // two heads: the RL head (per-row logprob of a target token + entropy) or a value head (critic).
 // Parameters and gradients live in two flat fp32 buffers laid out by param_specs(cfg), so the
-// optimizer, clipping and zeroing are single passes. Weights stored as bf16/f16 are upcast on load.
+// optimizer, clipping and zeroing are single passes; gradients are allocated on first use. Weights stored as bf16/f16 are upcast on load.
 #pragma once
 
 #include <cstdint>
@@ -52,8 +52,11 @@ class Transformer {
   int64_t num_params() const { return n_params_; }
   float* params() { return params_; }
   const float* params() const { return params_; }
-  float* grads() { return grads_; }
-  const float* grads() const { return grads_; }
+  float* grads() {
+    ensure_grads();
+    return grads_;
+  }
+  const float* grads() const { return grads_; }  // null until the first zero_grad()/backward()
   float* param(const std::string& name);  // nullptr if absent
   float* grad(const std::string& name);
   // Views of every parameter (or gradient) under its HF name, for saving.
@@ -77,6 +80,8 @@ class Transformer {
 
  private:
   struct Impl;
+  void bind(float* base, bool is_grad);
+  void ensure_grads();
   ModelConfig cfg_;
   HeadKind head_;
   std::vector<ParamSpec> specs_;
