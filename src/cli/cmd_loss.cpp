@@ -63,7 +63,22 @@ json unpad(const std::vector<float>& a, const std::vector<int64_t>& len, int64_t
 
 }  // namespace
 
+namespace {
+int debug_loss(const Argv& argv);
+}  // namespace
+
 int cmd_debug_loss(const Argv& argv) {
+  try {
+    return debug_loss(argv);
+  } catch (const nlohmann::json::exception& e) {
+    // A field of the wrong JSON type (e.g. "group": 3): report it as bad input, not an internal error.
+    throw ValueError("debug loss", strcat("input has a field of the wrong type: ", e.what()));
+  }
+}
+
+namespace {
+
+int debug_loss(const Argv& argv) {
   Args args("debug loss", argv, {"input", "output"});
   const std::string in_path = args.str("input"), out_path = args.str("output");
   json in;
@@ -277,5 +292,7 @@ int cmd_debug_loss(const Argv& argv) {
   file::write_atomic(out_path, out.dump(1) + "\n");
   return 0;
 }
+
+}  // namespace
 
 }  // namespace trinity::cli

@@ -485,6 +485,8 @@ def main():
         ("unknown-type", dict(make_case(rng, {"algorithm_type": "grpo2"})), "valid types are"),
         ("unknown-arg", dict(make_case(rng, {"algorithm_type": "grpo", "policy_loss_fn_args": {"clip": 1}})), "clip_range"),
         ("bad-shape", dict(make_case(rng, {"algorithm_type": "grpo"}), current_logprobs=[[0.0]]), "current_logprobs"),
+        ("bad-type", {"algorithm": {"algorithm_type": "grpo"}, "experiences": [{"group": 3, "reward": 1,
+                      "logprobs": [-1.0], "ref_logprobs": [-1.0]}], "current_logprobs": [[-1.0]]}, "wrong type"),
     ]
     for name, inp, needle in bad:
         got, err = run_cli(args.trinity, inp, args.work, "err-" + name)
