@@ -144,7 +144,15 @@ class PpoLoss : public PolicyLoss {
 // with gradient ∇logp_t (ℓ_t = logp_t − sg(logp_t) + sg(mean lr)); L = max(−A·s, −A·clip(s)).
 class GspoLoss : public PolicyLoss {
  public:
-  explicit GspoLoss(const Args& a) : p_(ppo_params(a)), agg_(agg_of(a)) {}
+  // Defaults 3e-4 / 4e-4 apply only when none of clip_range, clip_range_low, clip_range_high is set,
+  // so `clip_range: 0.2` alone sets both sides (as in Trinity, where low/high default to None).
+  explicit GspoLoss(const Args& a) : agg_(agg_of(a)) {
+    if (a.has_value("clip_range") || a.has_value("clip_range_low") || a.has_value("clip_range_high")) {
+      p_ = ppo_params(a);
+    } else {
+      p_.clip_low = 3e-4, p_.clip_high = 4e-4;
+    }
+  }
   unsigned needs() const override { return kNeedOldLogprob | kNeedAdvantages; }
   double forward_backward(const TokenBatch& mb, const Normalizer& norm, std::span<float> dlogprob,
                           Metrics& m) const override {
@@ -402,8 +410,8 @@ void add_ratio_losses(std::vector<RegistryEntry<PolicyLoss>>& out) {
   out.push_back(entry<GspoLoss>(
       "gspo", "sequence-level ratio exp(mean_t lr), clipped (arXiv 2507.18071)",
       {{"clip_range", nullptr, "ε for both sides (when low/high unset)"},
-       {"clip_range_low", 3e-4, "ε_low"},
-       {"clip_range_high", 4e-4, "ε_high"},
+       {"clip_range_low", nullptr, "ε_low (3e-4 when no clip arg is set)"},
+       {"clip_range_high", nullptr, "ε_high (4e-4 when no clip arg is set)"},
        {"loss_agg_mode", "seq-mean-token-mean", "loss aggregation (aggregation.h)"}}));
   out.push_back(entry<CispoLoss>(
       "cispo", "−A·sg(clip(r, 1−lo, 1+hi))·logp (MiniMax-M1, arXiv 2506.13585)",

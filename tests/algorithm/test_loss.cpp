@@ -406,6 +406,9 @@ TEST(PolicyLoss, GspoUsesTheSequenceRatio) {
   EXPECT_NEAR(run(*tight, d, &g2), -1.0004, 1e-6);
   EXPECT_EQ(g2[0], 0.0f);
   EXPECT_EQ(g2[1], 0.0f);
+  // clip_range alone sets both sides (the 3e-4/4e-4 defaults do not override it): inside ±0.3.
+  auto wide = policy_loss_registry().make("gspo", {{"clip_range", 0.3}});
+  EXPECT_NEAR(run(*wide, d), -s, 1e-6);
 }
 
 TEST(PolicyLoss, DpoPerPairHandValue) {
