@@ -12,6 +12,7 @@
 
 #include "model/checkpoint.h"
 #include "model/config.h"
+#include "model/kv_cache.h"
 #include "tensor/tensor.h"
 
 namespace trinity::model {
@@ -31,6 +32,22 @@ struct Batch {
 };
 
 enum class HeadKind { kLm, kValue };
+
+// Inference: one sequence's new tokens in a step are rows [row_begin, row_end) of the step, at
+// positions kv->len, kv->len + 1, ... (the caller reserved cache room for them and advances kv->len
+// afterwards).
+struct InferSeg {
+  SeqKv* kv = nullptr;
+  int64_t row_begin = 0, row_end = 0;
+};
+
+// Buffers an inference caller reuses across steps (one per engine thread).
+struct InferScratch {
+  std::vector<float> x, ln, q, k, v, att, gate, up, rstd, qrstd, krstd, hrows;
+  std::vector<int32_t> positions;
+  std::vector<float> cos_t, sin_t;
+  int64_t rope_positions = 0;
+};
 
 class Transformer {
  public:
@@ -74,6 +91,13 @@ class Transformer {
   // last forward. dentropy may be empty (zero).
   void backward(const std::vector<float>& dlogprob, const std::vector<float>& dentropy);
   void backward_values(const std::vector<float>& dvalues);
+
+  // Inference step (no activations kept): runs the decoder over `tokens` [R], writes their K/V into
+  // `cache`, and returns the logits [M, V] (temperature 1) of the rows listed in `logit_rows`.
+  // Uses the same kernels as forward(), so logprobs computed from these logits match the trainer's.
+  void forward_infer(const std::vector<int32_t>& tokens, const std::vector<InferSeg>& segs,
+                     KvCache& cache, const std::vector<int64_t>& logit_rows,
+                     std::vector<float>& logits, InferScratch& scratch) const;
 
   // Bytes of activation memory the last forward held.
   size_t activation_bytes() const;

@@ -1,0 +1,69 @@
+// Private to src/model: the Transformer's implementation state, shared by the training forward /
+// backward (transformer.cpp) and the inference forward (transformer_infer.cpp).
+#pragma once
+
+#include <vector>
+
+#include "model/transformer.h"
+
+namespace trinity::model {
+
+struct LayerParams {
+  float *ln1, *wq, *bq, *wk, *bk, *wv, *bv, *wo, *bo, *qn, *kn, *ln2, *wg, *wu, *wd;
+};
+
+// Saved activations of one layer ([N, *] rows).
+struct LayerActs {
+  float* x;      // [N, C] layer input (residual stream)
+  float* rstd1;  // [N]
+  float* ln1;    // [N, C]
+  float* qlin;   // [N, NH*HS] pre q-norm (qwen3 only)
+  float* klin;   // [N, NKV*HS] pre k-norm (qwen3 only)
+  float* qrstd;  // [N*NH]
+  float* krstd;  // [N*NKV]
+  float* q;      // [N, NH*HS] after norm + rope
+  float* k;      // [N, NKV*HS]
+  float* v;      // [N, NKV*HS]
+  float* att;    // [N, NH*HS]
+  float* lse;    // [N, NH]
+  float* xmid;   // [N, C] after the attention residual
+  float* rstd2;  // [N]
+  float* ln2;    // [N, C]
+  float* gate;   // [N, I]
+  float* up;     // [N, I]
+  float* hmlp;   // [N, I]
+};
+
+struct Transformer::Impl {
+  std::vector<LayerParams> lp;
+  std::vector<LayerParams> lg;  // gradients, same layout
+  float *wte = nullptr, *lnf = nullptr, *whead = nullptr, *vw = nullptr, *vb = nullptr;
+  float *dwte = nullptr, *dlnf = nullptr, *dwhead = nullptr, *dvw = nullptr, *dvb = nullptr;
+
+  // Activation arena.
+  std::vector<float> arena;
+  int64_t cap_rows = 0;
+  std::vector<LayerActs> acts;
+  float *xf = nullptr, *rstdf = nullptr, *lnf_out = nullptr;  // [N,C], [N], [N,C]
+  // Backward scratch.
+  std::vector<float> scratch;
+  float *dx = nullptr, *dln = nullptr, *dq = nullptr, *dk = nullptr, *dv = nullptr, *datt = nullptr,
+        *dgate = nullptr, *dup = nullptr, *dh = nullptr;
+
+  // Last forward.
+  Batch batch;
+  std::vector<int64_t> head_rows;  // rows with target >= 0
+  std::vector<int32_t> head_targets;
+  std::vector<float> hm, lse_head, ent_head;  // [M, C], [M], [M]
+  float inv_temp = 1.0f;
+  bool have_forward = false;
+
+  std::vector<float> cos_t, sin_t;
+  int64_t rope_positions = 0;
+
+  void prepare(const ModelConfig& cfg, const Batch& b);
+  void body_forward(const ModelConfig& cfg);
+  void body_backward(const ModelConfig& cfg);  // dlnf_grad: d(loss)/d(final norm output) in dln
+};
+
+}  // namespace trinity::model

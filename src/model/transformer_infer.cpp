@@ -1,0 +1,162 @@
+// Inference forward with a paged KV cache (see Transformer::forward_infer). Same per-layer math as
+// the training forward and the same kernels for norms, projections, RoPE and the MLP; attention
+// reads keys/values through each sequence's page table. Work for attention is split over
+// (sequence, kv head), so each item writes disjoint output rows.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "model/transformer.h"
+#include "model/transformer_impl.h"
+#include "tensor/blas.h"
+#include "tensor/kernels.h"
+
+namespace trinity::model {
+
+using namespace trinity::tensor;
+
+namespace {
+
+// out[i] = softmax over cached positions 0..pos of q.k * scale, times v; for one kv head.
+void attend_cached(float* out /*[HS]*/, float* s /*[pos+1] scratch*/, const float* q /*[HS]*/,
+                   const KvCache& cache, const SeqKv& kv, int64_t layer, int64_t kvh, int64_t hs,
+                   int64_t pos, float scale) {
+  const int64_t ps = cache.page_size();
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j <= pos; ++j) {
+    const float* kj = cache.k(layer, kv.pages[static_cast<size_t>(j / ps)], j % ps) + kvh * hs;
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (int64_t d = 0; d < hs; ++d) acc += q[d] * kj[d];
+    s[j] = acc * scale;
+    m = std::max(m, s[j]);
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j <= pos; ++j) {
+    s[j] = std::exp(s[j] - m);
+    sum += s[j];
+  }
+  const float inv = 1.0f / sum;
+  std::fill(out, out + hs, 0.0f);
+  for (int64_t j = 0; j <= pos; ++j) {
+    const float* vj = cache.v(layer, kv.pages[static_cast<size_t>(j / ps)], j % ps) + kvh * hs;
+    const float p = s[j] * inv;
+#pragma omp simd
+    for (int64_t d = 0; d < hs; ++d) out[d] += p * vj[d];
+  }
+}
+
+}  // namespace
+
+void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::vector<InferSeg>& segs,
+                                KvCache& cache, const std::vector<int64_t>& logit_rows,
+                                std::vector<float>& logits, InferScratch& sc) const {
+  TRINITY_ASSERT(head_ == HeadKind::kLm, "forward_infer needs the LM head");
+  const auto& im = *impl_;
+  const int64_t r = static_cast<int64_t>(tokens.size());
+  const int64_t c = cfg_.hidden_size, hs = cfg_.head_dim, nh = cfg_.num_attention_heads,
+                nkv = cfg_.num_key_value_heads, I = cfg_.intermediate_size, V = cfg_.vocab_size;
+  const int64_t group = nh / nkv, kvd = nkv * hs;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  TRINITY_ASSERT(r > 0, "empty inference step");
+  for (int32_t t : tokens)
+    if (t < 0 || t >= V) throw ValueError("model", strcat("token id ", t, " is out of range [0, ", V, ")"));
+
+  // Positions of every row; RoPE tables cover the largest.
+  sc.positions.assign(static_cast<size_t>(r), 0);
+  int64_t max_pos = 0;
+  for (const auto& sg : segs) {
+    TRINITY_ASSERT(sg.kv && sg.row_begin <= sg.row_end && sg.row_end <= r, "bad inference segment");
+    const int64_t need = sg.kv->len + (sg.row_end - sg.row_begin);
+    TRINITY_ASSERT(static_cast<int64_t>(sg.kv->pages.size()) * cache.page_size() >= need,
+                   "KV cache not reserved for the step");
+    for (int64_t i = sg.row_begin; i < sg.row_end; ++i) {
+      sc.positions[static_cast<size_t>(i)] = static_cast<int32_t>(sg.kv->len + (i - sg.row_begin));
+      max_pos = std::max<int64_t>(max_pos, sg.kv->len + (i - sg.row_begin));
+    }
+  }
+  if (max_pos + 1 > sc.rope_positions) {
+    sc.rope_positions = std::max<int64_t>(max_pos + 1, 2 * sc.rope_positions);
+    rope_tables(cfg_, sc.rope_positions, sc.cos_t, sc.sin_t);
+  }
+  auto fit = [](std::vector<float>& v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+    return v.data();
+  };
+  float* x = fit(sc.x, r * c);
+  float* ln = fit(sc.ln, r * c);
+  float* q = fit(sc.q, r * nh * hs);
+  float* k = fit(sc.k, r * kvd);
+  float* v = fit(sc.v, r * kvd);
+  float* att = fit(sc.att, r * nh * hs);
+  float* gate = fit(sc.gate, r * I);
+  float* up = fit(sc.up, r * I);
+  float* rstd = fit(sc.rstd, r);
+  float* qr = fit(sc.qrstd, r * nh);
+  float* kr = fit(sc.krstd, r * nkv);
+  int64_t tmax = max_pos + 1;
+
+  embedding_forward(x, tokens.data(), im.wte, r, c);
+  for (size_t l = 0; l < im.lp.size(); ++l) {
+    const auto& w = im.lp[l];
+    const int64_t layer = static_cast<int64_t>(l);
+    rmsnorm_forward(ln, rstd, x, w.ln1, r, c, eps);
+    linear_forward(q, ln, w.wq, w.bq, r, c, nh * hs);
+    linear_forward(k, ln, w.wk, w.bk, r, c, kvd);
+    linear_forward(v, ln, w.wv, w.bv, r, c, kvd);
+    if (cfg_.qk_norm) {
+      rmsnorm_forward(q, qr, q, w.qn, r * nh, hs, eps);  // in place: each row reads before writing
+      rmsnorm_forward(k, kr, k, w.kn, r * nkv, hs, eps);
+    }
+    rope_forward(q, sc.positions.data(), sc.cos_t.data(), sc.sin_t.data(), r, nh, hs);
+    rope_forward(k, sc.positions.data(), sc.cos_t.data(), sc.sin_t.data(), r, nkv, hs);
+    // Store the new keys/values, then attend (a row sees its own and earlier positions).
+    for (const auto& sg : segs)
+      for (int64_t i = sg.row_begin; i < sg.row_end; ++i) {
+        const int64_t pos = sc.positions[static_cast<size_t>(i)];
+        const int32_t page = sg.kv->pages[static_cast<size_t>(pos / cache.page_size())];
+        std::memcpy(cache.k(layer, page, pos % cache.page_size()), k + i * kvd, sizeof(float) * kvd);
+        std::memcpy(cache.v(layer, page, pos % cache.page_size()), v + i * kvd, sizeof(float) * kvd);
+      }
+    const int64_t items = static_cast<int64_t>(segs.size()) * nkv;
+    parallel_for_dynamic(items, [&](int64_t it) {
+      thread_local std::vector<float> s;
+      if (static_cast<int64_t>(s.size()) < tmax) s.resize(static_cast<size_t>(tmax));
+      const auto& sg = segs[static_cast<size_t>(it / nkv)];
+      const int64_t kvh = it % nkv;
+      for (int64_t i = sg.row_begin; i < sg.row_end; ++i)
+        for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
+          attend_cached(att + i * nh * hs + h * hs, s.data(), q + i * nh * hs + h * hs, cache,
+                        *sg.kv, layer, kvh, hs, sc.positions[static_cast<size_t>(i)], scale);
+    });
+    // x += att Wo^T (+ bo)
+    gemm(false, true, static_cast<int>(r), static_cast<int>(c), static_cast<int>(nh * hs), 1.0f, att,
+         static_cast<int>(nh * hs), w.wo, static_cast<int>(nh * hs), 1.0f, x, static_cast<int>(c));
+    if (w.bo) parallel_for(r, [&](int64_t i) { for (int64_t j = 0; j < c; ++j) x[i * c + j] += w.bo[j]; });
+    rmsnorm_forward(ln, rstd, x, w.ln2, r, c, eps);
+    linear_forward(gate, ln, w.wg, nullptr, r, c, I);
+    linear_forward(up, ln, w.wu, nullptr, r, c, I);
+    swiglu_forward(gate, gate, up, r * I);
+    gemm(false, true, static_cast<int>(r), static_cast<int>(c), static_cast<int>(I), 1.0f, gate,
+         static_cast<int>(I), w.wd, static_cast<int>(I), 1.0f, x, static_cast<int>(c));
+  }
+  // Final norm and logits only for the requested rows.
+  const int64_t m = static_cast<int64_t>(logit_rows.size());
+  logits.resize(static_cast<size_t>(m * V));
+  if (m == 0) return;
+  float* hrows = fit(sc.hrows, m * c);
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t row = logit_rows[static_cast<size_t>(i)];
+    TRINITY_ASSERT(row >= 0 && row < r, "logit row out of range");
+    std::memcpy(hrows + i * c, x + row * c, sizeof(float) * c);
+  }
+  rmsnorm_forward(hrows, rstd, hrows, im.lnf, m, c, eps);
+  gemm(false, true, static_cast<int>(m), static_cast<int>(V), static_cast<int>(c), 1.0f, hrows,
+       static_cast<int>(c), im.whead, static_cast<int>(c), 0.0f, logits.data(), static_cast<int>(V));
+}
+
+}  // namespace trinity::model
