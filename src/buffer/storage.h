@@ -33,6 +33,14 @@ struct ReadRequest {
   bool allow_partial = false;                // on timeout, hand out what is ready instead of nothing
 };
 
+// A request with the buffer's configured timeout (max_read_timeout) and train_batch_size.
+inline ReadRequest read_request(const StorageConfig& cfg, size_t batch_size) {
+  ReadRequest r;
+  r.batch_size = batch_size;
+  r.timeout_s = cfg.max_read_timeout;
+  return r;
+}
+
 struct ReadResult {
   ReadStatus status = ReadStatus::kTimeout;
   std::vector<Experience> batch;
@@ -59,7 +67,8 @@ class ExperienceStorage {
   virtual size_t set_reward(const std::vector<std::string>& uids, double reward) = 0;
   // Sets the reward of every pending experience of a group (tid = batch/task, or rid = batch/task/run).
   virtual size_t set_group_reward(const std::string& group_id, double reward) = 0;
-  // No more writes from this writer. Readers of a closed, drained in-process queue get kClosed.
+  // No more writes from this writer. Readers of a closed, drained in-process queue get kClosed; sqlite
+  // has no cross-process close, so its readers end on timeout (as Trinity's SQL reader does).
   virtual void close() = 0;
   virtual StorageStats stats() = 0;
   // Every stored experience in insertion order, offset/limit paged (for inspection and export).
