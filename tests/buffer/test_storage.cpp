@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -105,7 +106,7 @@ TEST(BufferStorage, LeaseExpiryAndReleaseGiveBatchesBack) {
   const std::string dir = temp_dir("lease");
   for (std::string type : {"queue", "sql"}) {
     StorageConfig c = cfg_for(type, type == "sql" ? dir + "/l.db" : "");
-    c.lease_timeout = 0.3;
+    c.lease_timeout = 1.0;  // long enough that a loaded machine does not expire it early
     auto s = open_storage(c);
     std::vector<Experience> in;
     for (int i = 0; i < 4; ++i) in.push_back(make_exp(i));
@@ -179,7 +180,7 @@ TEST(BufferStorage, ReplayPriorityAndCooldown) {
     c.replay_buffer.enable = true;
     c.replay_buffer.priority_fn = "linear_decay";
     c.replay_buffer.decay = 2.0;
-    c.replay_buffer.reuse_cooldown_time = 0.2;
+    c.replay_buffer.reuse_cooldown_time = 1.0;
     auto s = open_storage(c);
     // versions 0, 1, 5: priority = version - 2 * use_count
     s->write({make_exp(0, 12, false, 0), make_exp(1, 12, false, 1), make_exp(2, 12, false, 5)});
@@ -192,7 +193,7 @@ TEST(BufferStorage, ReplayPriorityAndCooldown) {
     ReadResult b = s->read(req(1, 0.01));
     EXPECT_EQ(b.batch.at(0).model_version, 1) << type;
     s->ack(b.lease);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
     // After cooldown: v5 has priority 5 - 2 = 3 > v0 (0) > v1 (1 - 2 = -1).
     ReadResult c3 = s->read(req(3));
     ASSERT_EQ(c3.status, ReadStatus::kOk) << type;
@@ -399,4 +400,44 @@ TEST(BufferStorage, SqliteRandomizedPriorityStillRespectsLimit) {
   EXPECT_EQ(uses[0], 3);
   EXPECT_EQ(uses[10], 3);
   EXPECT_EQ(s->stats().consumed, 2);
+}
+
+TEST(BufferStorage, ThreadsShareOneStorageExactlyOnce) {
+  const std::string dir = temp_dir("threads");
+  for (std::string type : {"queue", "sql"}) {
+    StorageConfig c = cfg_for(type, type == "sql" ? dir + "/t.db" : "");
+    c.capacity = 64;  // the queue blocks writers: exercises both condition-variable paths
+    auto s = open_storage(c);
+    const int kWriters = 3, kPer = 200;
+    std::vector<std::thread> th;
+    std::mutex mu;
+    std::multiset<std::string> seen;
+    for (int w = 0; w < kWriters; ++w)
+      th.emplace_back([&, w] {
+        for (int k = 0; k < kPer; k += 10) {
+          std::vector<Experience> b;
+          for (int i = 0; i < 10; ++i) {
+            b.push_back(make_exp(k + i));
+            b.back().eid.batch = trinity::strcat("t", w, "-", k);
+          }
+          s->write(b, 30.0);
+        }
+      });
+    for (int r = 0; r < 2; ++r)
+      th.emplace_back([&] {
+        for (;;) {
+          ReadResult got = s->read(req(7, 1.0));
+          if (got.status != ReadStatus::kOk) break;
+          std::lock_guard<std::mutex> lock(mu);
+          for (const auto& e : got.batch) seen.insert(e.eid.uid());
+          s->ack(got.lease);
+        }
+      });
+    for (auto& t : th) t.join();
+    ReadRequest rest = req(1000, 0.0);
+    rest.allow_partial = true;
+    for (const auto& e : s->read(rest).batch) seen.insert(e.eid.uid());
+    EXPECT_EQ(seen.size(), static_cast<size_t>(kWriters * kPer)) << type;
+    EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), seen.size()) << type << ": duplicates";
+  }
 }
