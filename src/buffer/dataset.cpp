@@ -139,7 +139,8 @@ std::vector<RawRow> read_rows_checked(const std::string& file, bool strict, Load
                                       const std::function<std::string(const json&)>& check) {
   const std::string ext = lower_ext(file);
   if (ext == ".parquet") parquet_unsupported(file);
-  const std::string text = file::read_all(file);
+  std::string text = file::read_all(file);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte order mark (spreadsheet exports)
   std::vector<RawRow> rows;
   auto add = [&](const json& v, const std::string& where) {
     report.rows_read++;

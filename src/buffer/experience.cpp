@@ -138,7 +138,8 @@ bool Experience::operator==(const Experience& o) const {
          reward_equal(reward, o.reward) && bits_equal(token_rewards, o.token_rewards) &&
          bits_equal(advantages, o.advantages) && bits_equal(returns, o.returns) &&
          bits_equal(teacher_logprobs, o.teacher_logprobs) && model_version == o.model_version &&
-         use_count == o.use_count && truncate_status == o.truncate_status && info == o.info &&
+         use_count == o.use_count && truncate_status == o.truncate_status &&
+         (info == o.info || ((info.empty() || info == "{}") && (o.info.empty() || o.info == "{}"))) &&
          metrics.size() == o.metrics.size() &&
          std::equal(metrics.begin(), metrics.end(), o.metrics.begin(),
                     [](const auto& a, const auto& b) {

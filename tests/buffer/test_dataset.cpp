@@ -49,7 +49,7 @@ TEST(BufferDataset, ReadsJsonlJsonArrayCsv) {
   const std::string d = temp_dir("ds");
   write_file(d + "/a.jsonl", jsonl(3));
   write_file(d + "/b.json", "[{\"question\": \"x\", \"answer\": 1}, {\"question\": \"y\", \"answer\": 2}]");
-  write_file(d + "/c.csv", "question,answer\n\"hello, \"\"world\"\"\",42\n\"multi\nline\",7\n");
+  write_file(d + "/c.csv", "\xEF\xBB\xBFquestion,answer\n\"hello, \"\"world\"\"\",42\n\"multi\nline\",7\n");
   Taskset a = Taskset::load(ts_cfg(d + "/a.jsonl"));
   ASSERT_EQ(a.size(), 3u);
   EXPECT_EQ(a.at(1).task_desc, "q1");

@@ -33,6 +33,14 @@ TEST(BufferExperience, JsonRoundTripIsLossless) {
   }
 }
 
+TEST(BufferExperience, EmptyInfoEqualsEmptyObject) {
+  Experience e = make_exp(3);
+  e.info = "{}";
+  Experience back = experience_from_json(experience_to_json(e));
+  EXPECT_TRUE(back == e);
+  EXPECT_EQ(back.info, "");
+}
+
 TEST(BufferExperience, NonFiniteFloatsSurvive) {
   Experience e = make_exp(1);
   e.logprobs[0] = -std::numeric_limits<float>::infinity();
