@@ -44,6 +44,9 @@ Algorithm::Algorithm(const AlgorithmSpec& s) : preset_(&find_preset(s.algorithm_
 
   pl_name_ = s.policy_loss_fn.value_or(p.policy_loss_fn);
   ArgMap pa = pl_name_ == p.policy_loss_fn ? p.policy_loss_fn_args : ArgMap{};
+  if (s.policy_loss_fn_args.count("clip_range"))  // a user's symmetric clip beats the preset's sides
+    for (const char* side : {"clip_range_low", "clip_range_high"})
+      if (!s.policy_loss_fn_args.count(side)) pa.erase(side);
   if (s.loss_agg_mode && declares(policy_loss_registry().entry(pl_name_).args, "loss_agg_mode"))
     pa["loss_agg_mode"] = *s.loss_agg_mode;  // user's policy_loss_fn_args.loss_agg_mode still wins
   pl_ = build(policy_loss_registry(), pl_name_, pa, s.policy_loss_fn_args, resolved_args_);

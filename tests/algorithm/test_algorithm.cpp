@@ -108,6 +108,10 @@ TEST(Preset, DapoUsesClipHigher) {
   const auto out = a.actor_loss(d.batch(), Normalizer::of(d.batch()));
   EXPECT_NEAR(out.loss, -1.25, 1e-6);
   EXPECT_NEAR(out.dlogprob[0], -1.25, 1e-6);
+  // A user's clip_range replaces the preset's per-side values: r = 1.25 is now clipped at 1.2.
+  AlgorithmSpec sym = spec_of("dapo");
+  sym.policy_loss_fn_args = {{"clip_range", 0.2}};
+  EXPECT_EQ(Algorithm(sym).actor_loss(d.batch(), Normalizer::of(d.batch())).dlogprob[0], 0.0f);
   EXPECT_NE(what_of([] { Algorithm x(bare("dapo")); }).find("max_response_tokens"),
             std::string::npos);
 }
