@@ -143,6 +143,31 @@ auto SqliteStorage::transaction(Fn&& fn) {
   }
 }
 
+std::vector<std::string> sqlite_buffer_names(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    const std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close_v2(db);
+    throw IoError("buffer", strcat("cannot open sqlite file '", path, "': ", msg));
+  }
+  sqlite3_busy_timeout(db, 10000);
+  std::vector<std::string> names;
+  try {
+    // A buffer is a table with a matching <name>_payload table.
+    Stmt st(db, "SELECT m.name FROM sqlite_master m JOIN sqlite_master p ON p.name = m.name || '_payload' "
+                "WHERE m.type='table' AND p.type='table' ORDER BY m.name", path);
+    while (st.step(path)) names.push_back(st.text(0));
+  } catch (const Busy&) {
+    sqlite3_close_v2(db);
+    throw IoError("buffer", strcat("sqlite file '", path, "' is locked"));
+  } catch (...) {
+    sqlite3_close_v2(db);
+    throw;
+  }
+  sqlite3_close_v2(db);
+  return names;
+}
+
 SqliteStorage::SqliteStorage(const StorageConfig& cfg)
     : cfg_(cfg), db_(std::make_unique<Db>()),
       rng_(static_cast<uint64_t>(cfg.data_selector.seed) ^ (static_cast<uint64_t>(::getpid()) << 20)) {

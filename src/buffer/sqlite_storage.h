@@ -15,6 +15,9 @@
 
 namespace trinity::buffer {
 
+// Names of the experience buffers (tables) in a sqlite file, sorted; opens it read-only.
+std::vector<std::string> sqlite_buffer_names(const std::string& path);
+
 class SqliteStorage : public ExperienceStorage {
  public:
   explicit SqliteStorage(const StorageConfig& cfg);

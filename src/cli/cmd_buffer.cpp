@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "buffer/sqlite_storage.h"
 #include "buffer/storage.h"
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -22,9 +23,22 @@ using json = nlohmann::json;
 
 std::unique_ptr<buffer::ExperienceStorage> open_path(const Args& a) {
   const std::string url = a.str("path");
-  const std::string plain = url.substr(0, url.find('#'));
+  const auto hash = url.find('#');
+  const std::string plain = url.substr(0, hash);
   const std::string fs_path = buffer::sqlite_path_from_url(plain);
   if (!file::exists(fs_path)) throw IoError("cli", strcat("buffer '", url, "': no such file '", fs_path, "'"));
+  const bool is_text = plain.ends_with(".jsonl") || plain.ends_with(".json") || plain.ends_with(".parquet");
+  if (!is_text) {
+    // Opening a sqlite buffer creates a missing table; for inspection a wrong name is an error instead.
+    const std::string table = hash == std::string::npos ? "experience_buffer" : url.substr(hash + 1);
+    const auto names = buffer::sqlite_buffer_names(fs_path);
+    if (std::find(names.begin(), names.end(), table) == names.end()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw ConfigError("cli", strcat("buffer '", url, "': no buffer named '", table, "' in '", fs_path,
+                                      "'; buffers there: ", list.empty() ? "none" : list, " (select one with #name)"));
+    }
+  }
   return buffer::open_storage_url(url);
 }
 

@@ -90,6 +90,9 @@ TEST(BufferCli, StatsHeadExport) {
   EXPECT_NE(missing.out.find("no such file"), std::string::npos) << missing.out;
   CmdResult pq = run("buffer head --path " + dir + "/x.parquet");
   EXPECT_EQ(pq.rc, 1);
+  CmdResult wrong = run("buffer stats --path " + db + "#nope");
+  EXPECT_EQ(wrong.rc, 1);
+  EXPECT_NE(wrong.out.find("buffers there: experience_buffer"), std::string::npos) << wrong.out;
   CmdResult noflag = run("buffer stats");
   EXPECT_NE(noflag.rc, 0);
 }
