@@ -118,12 +118,24 @@ int debug_loss(const Argv& argv) {
   std::vector<float> old_lp, ref_lp, mask, teacher, values, token_rewards, given_adv, given_ret;
   gather(rows, "logprobs", len, T, old_lp);
   const bool has_ref = gather(rows, "ref_logprobs", len, T, ref_lp);
-  if (!gather(rows, "action_mask", len, T, mask)) {
-    mask.assign(n, 0.0f);  // absent everywhere: every response token is trained (single-turn)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t t = 0; t < len[static_cast<size_t>(b)]; ++t) mask[static_cast<size_t>(b * T + t)] = 1.0f;
-    for (const auto& r : rows)
-      if (r.contains("action_mask")) throw ValueError("debug loss", "give \"action_mask\" for every experience or none");
+  // action_mask: per experience; absent = every response token is trained (single-turn).
+  mask.assign(n, 0.0f);
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& r = rows[static_cast<size_t>(b)];
+    const int64_t L = len[static_cast<size_t>(b)];
+    if (!r.contains("action_mask") || r["action_mask"].is_null()) {
+      for (int64_t t = 0; t < L; ++t) mask[static_cast<size_t>(b * T + t)] = 1.0f;
+      continue;
+    }
+    const auto v = floats(r["action_mask"], strcat("experiences[", b, "].action_mask"));
+    if (static_cast<int64_t>(v.size()) != L)
+      throw ShapeError("debug loss", strcat("experiences[", b, "].action_mask has ", v.size(), " values, expected ", L,
+                                            " (one per response token)"));
+    for (int64_t t = 0; t < L; ++t) {
+      if (v[static_cast<size_t>(t)] != 0.0f && v[static_cast<size_t>(t)] != 1.0f)
+        throw ValueError("debug loss", strcat("experiences[", b, "].action_mask must hold 0 or 1, got ", v[static_cast<size_t>(t)]));
+      mask[static_cast<size_t>(b * T + t)] = v[static_cast<size_t>(t)];
+    }
   }
   const bool has_teacher = gather(rows, "teacher_logprobs", len, T, teacher);
   const bool has_values = gather(rows, "values", len, T, values);
