@@ -22,7 +22,12 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
     auto it = vocab_.find(std::string(1, static_cast<char>(b)));
     byte_id_[b] = it == vocab_.end() ? -1 : it->second;
   }
-  merges_.reserve(merges.size() * 2);
+  size_t cap = 16;
+  while (cap < merges.size() * 2) cap <<= 1;
+  merge_keys_.assign(cap, kEmpty);
+  merge_vals_.assign(cap, BpeMerge{0, 0});
+  mask_ = cap - 1;
+  shift_ = 64 - __builtin_ctzll(cap);
   for (size_t r = 0; r < merges.size(); ++r) {
     const auto& [a, b] = merges[r];
     auto ia = vocab_.find(a), ib = vocab_.find(b), ic = vocab_.find(a + b);
@@ -30,7 +35,11 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
       throw ConfigError("tokenizer", strcat("model.merges[", r, "]: merge of tokens not in the vocab (",
                                             ia == vocab_.end() ? "left part" : ib == vocab_.end() ? "right part" : "merged token",
                                             " missing)"));
-    merges_.emplace(key(ia->second, ib->second), BpeMerge{static_cast<int32_t>(r), ic->second});
+    const uint64_t k = key(ia->second, ib->second);
+    size_t i = (k * 0x9E3779B97F4A7C15ull) >> shift_;
+    while (merge_keys_[i] != kEmpty && merge_keys_[i] != k) i = (i + 1) & mask_;
+    merge_keys_[i] = k;  // a duplicate merge takes the later rank, as HF's map construction does
+    merge_vals_[i] = BpeMerge{static_cast<int32_t>(r), ic->second};
   }
 }
 
@@ -95,8 +104,7 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
   for (int32_t i = 0; i < n; ++i) sym[i].prev = i - 1, sym[i].next = i + 1 < n ? i + 1 : -1;
   std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
   for (int32_t i = 0; i + 1 < n; ++i) {
-    auto it = merges_.find(key(sym[i].id, sym[i + 1].id));
-    if (it != merges_.end()) heap.push({it->second.rank, i, it->second.new_id});
+    if (const BpeMerge* m = find_merge(sym[i].id, sym[i + 1].id)) heap.push({m->rank, i, m->new_id});
   }
   while (!heap.empty()) {
     const Cand c = heap.top();
@@ -104,19 +112,17 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     Sym& left = sym[c.pos];
     if (!left.alive || left.next < 0) continue;
     Sym& right = sym[left.next];
-    auto it = merges_.find(key(left.id, right.id));
-    if (it == merges_.end() || it->second.new_id != c.new_id || it->second.rank != c.rank) continue;
+    const BpeMerge* m = find_merge(left.id, right.id);
+    if (!m || m->new_id != c.new_id || m->rank != c.rank) continue;
     left.id = c.new_id;
     right.alive = false;
     left.next = right.next;
     if (right.next >= 0) sym[right.next].prev = c.pos;
     if (left.prev >= 0) {
-      auto p = merges_.find(key(sym[left.prev].id, left.id));
-      if (p != merges_.end()) heap.push({p->second.rank, left.prev, p->second.new_id});
+      if (const BpeMerge* p = find_merge(sym[left.prev].id, left.id)) heap.push({p->rank, left.prev, p->new_id});
     }
     if (left.next >= 0) {
-      auto q = merges_.find(key(left.id, sym[left.next].id));
-      if (q != merges_.end()) heap.push({q->second.rank, c.pos, q->second.new_id});
+      if (const BpeMerge* q = find_merge(left.id, sym[left.next].id)) heap.push({q->rank, c.pos, q->new_id});
     }
   }
   for (int32_t i = n > 0 ? 0 : -1; i >= 0; i = sym[i].next) out.push_back(sym[i].id);

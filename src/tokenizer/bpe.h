@@ -38,7 +38,19 @@ class BpeModel {
   }
 
   std::unordered_map<std::string, int32_t> vocab_;
-  std::unordered_map<uint64_t, BpeMerge> merges_;
+  // Open-addressing (key -> merge) table, power-of-two sized; kEmpty marks a free slot.
+  static constexpr uint64_t kEmpty = ~uint64_t{0};
+  const BpeMerge* find_merge(int32_t a, int32_t b) const {
+    const uint64_t k = key(a, b);
+    for (size_t i = (k * 0x9E3779B97F4A7C15ull) >> shift_;; i = (i + 1) & mask_) {
+      if (merge_keys_[i] == k) return &merge_vals_[i];
+      if (merge_keys_[i] == kEmpty) return nullptr;
+    }
+  }
+  std::vector<uint64_t> merge_keys_;
+  std::vector<BpeMerge> merge_vals_;
+  size_t mask_ = 0;
+  int shift_ = 64;
   int32_t byte_id_[256];
   bool ignore_merges_;
   int32_t unk_id_;
