@@ -134,15 +134,13 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
                         *sg.kv, layer, kvh, hs, sc.positions[static_cast<size_t>(i)], scale);
     });
     // x += att Wo^T (+ bo)
-    gemm(false, true, static_cast<int>(r), static_cast<int>(c), static_cast<int>(nh * hs), 1.0f, att,
-         static_cast<int>(nh * hs), w.wo, static_cast<int>(nh * hs), 1.0f, x, static_cast<int>(c));
+    linear_accumulate(x, att, w.wo, r, nh * hs, c);
     if (w.bo) parallel_for(r, [&](int64_t i) { for (int64_t j = 0; j < c; ++j) x[i * c + j] += w.bo[j]; });
     rmsnorm_forward(ln, rstd, x, w.ln2, r, c, eps);
     linear_forward(gate, ln, w.wg, nullptr, r, c, I);
     linear_forward(up, ln, w.wu, nullptr, r, c, I);
     swiglu_forward(gate, gate, up, r * I);
-    gemm(false, true, static_cast<int>(r), static_cast<int>(c), static_cast<int>(I), 1.0f, gate,
-         static_cast<int>(I), w.wd, static_cast<int>(I), 1.0f, x, static_cast<int>(c));
+    linear_accumulate(x, gate, w.wd, r, I, c);
   }
   // Final norm and logits only for the requested rows.
   const int64_t m = static_cast<int64_t>(logit_rows.size());
@@ -155,8 +153,7 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
     std::memcpy(hrows + i * c, x + row * c, sizeof(float) * c);
   }
   rmsnorm_forward(hrows, rstd, hrows, im.lnf, m, c, eps);
-  gemm(false, true, static_cast<int>(m), static_cast<int>(V), static_cast<int>(c), 1.0f, hrows,
-       static_cast<int>(c), im.whead, static_cast<int>(c), 0.0f, logits.data(), static_cast<int>(V));
+  linear_forward(logits.data(), hrows, im.whead, nullptr, m, c, V);
 }
 
 }  // namespace trinity::model

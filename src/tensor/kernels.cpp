@@ -137,13 +137,80 @@ void swiglu_backward(float* dgate, float* dup, const float* dout, const float* g
   });
 }
 
+namespace {
+
+// y[m, o] (+)= x[m, :] . w[o, :] for few rows (decode): streams each weight row once for all rows,
+// where sgemm would spend most of its time packing the weights. Register-blocked 4 rows x 4
+// outputs with 16-wide vector accumulators (GCC vector extension; plain fp32 FMA, no reassociation
+// beyond the fixed lane order). Parallel over blocks of outputs.
+typedef float v16f __attribute__((vector_size(64)));
+
+inline v16f load16(const float* p) {
+  v16f v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline float hsum(v16f v) {
+  float s = 0.0f;
+  for (int i = 0; i < 16; ++i) s += v[i];
+  return s;
+}
+
+void linear_rows_small(float* y, const float* x, const float* w, const float* b, int64_t m,
+                       int64_t ic, int64_t oc, bool accumulate) {
+  const int64_t kv = ic / 16 * 16;
+  const int64_t ob_count = (oc + 3) / 4;
+  parallel_for(ob_count, [&](int64_t ob) {
+    const int64_t o0 = ob * 4, on = std::min<int64_t>(4, oc - o0);
+    const float* wr[4];
+    for (int64_t j = 0; j < 4; ++j) wr[j] = w + (o0 + std::min(j, on - 1)) * ic;
+    for (int64_t r0 = 0; r0 < m; r0 += 4) {
+      const int64_t rn = std::min<int64_t>(4, m - r0);
+      const float* xr[4];
+      for (int64_t i = 0; i < 4; ++i) xr[i] = x + (r0 + std::min(i, rn - 1)) * ic;
+      v16f acc[4][4] = {};
+      for (int64_t k = 0; k < kv; k += 16) {
+        const v16f w0 = load16(wr[0] + k), w1 = load16(wr[1] + k), w2 = load16(wr[2] + k),
+                   w3 = load16(wr[3] + k);
+        for (int i = 0; i < 4; ++i) {
+          const v16f xv = load16(xr[i] + k);
+          acc[i][0] += xv * w0;
+          acc[i][1] += xv * w1;
+          acc[i][2] += xv * w2;
+          acc[i][3] += xv * w3;
+        }
+      }
+      for (int64_t i = 0; i < rn; ++i)
+        for (int64_t j = 0; j < on; ++j) {
+          float a = hsum(acc[i][j]);
+          for (int64_t k = kv; k < ic; ++k) a += xr[i][k] * wr[j][k];
+          if (b) a += b[o0 + j];
+          float& out = y[(r0 + i) * oc + o0 + j];
+          out = accumulate ? out + a : a;
+        }
+    }
+  });
+}
+
+constexpr int64_t kSmallRows = 16;  // below this many rows, linear layers skip sgemm
+
+}  // namespace
+
 void linear_forward(float* y, const float* x, const float* w, const float* b, int64_t n,
                     int64_t ic, int64_t oc) {
+  if (n <= kSmallRows) return linear_rows_small(y, x, w, b, n, ic, oc, false);
   const int in = static_cast<int>(n), iic = static_cast<int>(ic), ioc = static_cast<int>(oc);
   if (b) {
     parallel_for(n, [&](int64_t i) { std::memcpy(y + i * oc, b, sizeof(float) * oc); });
   }
   gemm(false, true, in, ioc, iic, 1.0f, x, iic, w, iic, b ? 1.0f : 0.0f, y, ioc);
+}
+
+void linear_accumulate(float* y, const float* x, const float* w, int64_t n, int64_t ic, int64_t oc) {
+  if (n <= kSmallRows) return linear_rows_small(y, x, w, nullptr, n, ic, oc, true);
+  gemm(false, true, static_cast<int>(n), static_cast<int>(oc), static_cast<int>(ic), 1.0f, x,
+       static_cast<int>(ic), w, static_cast<int>(ic), 1.0f, y, static_cast<int>(oc));
 }
 
 void linear_backward(float* dx, float* dw, float* db, const float* dy, const float* x,

@@ -41,6 +41,9 @@ void swiglu_backward(float* dgate, float* dup, const float* dout, const float* g
 // y[n, :] = x[n, :] W^T + b  (W [OC, IC]; b may be null). One GEMM over all N rows.
 void linear_forward(float* y /*[N,OC]*/, const float* x /*[N,IC]*/, const float* w /*[OC,IC]*/,
                     const float* b /*[OC] or null*/, int64_t n, int64_t ic, int64_t oc);
+// y[n, :] += x[n, :] W^T (the residual projections: attention out and MLP down).
+void linear_accumulate(float* y /*[N,OC]*/, const float* x /*[N,IC]*/, const float* w /*[OC,IC]*/,
+                       int64_t n, int64_t ic, int64_t oc);
 // dx += dy W; dw += dy^T x; db += colsum(dy). dx / db may be null (skipped).
 void linear_backward(float* dx /*[N,IC]*/, float* dw /*[OC,IC]*/, float* db /*[OC] or null*/,
                      const float* dy /*[N,OC]*/, const float* x /*[N,IC]*/, const float* w,

@@ -154,3 +154,31 @@ TEST(Kernels, LinearForwardBackwardWithAndWithoutBias) {
     if (with_bias) expect_fd(b, db, loss, "linear db");
   }
 }
+
+TEST(Kernels, LinearFewRowsPathMatchesReference) {
+  // n <= 16 takes the register-blocked path; odd sizes exercise its row/output/k tails.
+  for (int64_t n : {1, 3, 4, 7, 16}) {
+    const int64_t ic = 37, oc = 13;
+    auto x = randn(static_cast<size_t>(n * ic), 60), w = randn(static_cast<size_t>(oc * ic), 61);
+    auto b = randn(static_cast<size_t>(oc), 62);
+    std::vector<float> y(static_cast<size_t>(n * oc)), yr(y.size());
+    linear_forward(y.data(), x.data(), w.data(), b.data(), n, ic, oc);
+    linear_forward_ref(yr.data(), x.data(), w.data(), b.data(), n, ic, oc);
+    expect_close(y, yr, 1e-5, "linear few rows");
+    auto acc = randn(y.size(), 63), accr = acc;
+    linear_accumulate(acc.data(), x.data(), w.data(), n, ic, oc);
+    std::vector<float> t(y.size());
+    linear_forward_ref(t.data(), x.data(), w.data(), nullptr, n, ic, oc);
+    for (size_t i = 0; i < t.size(); ++i) accr[i] += t[i];
+    expect_close(acc, accr, 1e-5, "linear_accumulate few rows");
+  }
+  // And the GEMM path of linear_accumulate.
+  const int64_t n = 40, ic = 33, oc = 21;
+  auto x = randn(static_cast<size_t>(n * ic), 64), w = randn(static_cast<size_t>(oc * ic), 65);
+  auto acc = randn(static_cast<size_t>(n * oc), 66), accr = acc;
+  linear_accumulate(acc.data(), x.data(), w.data(), n, ic, oc);
+  std::vector<float> t(acc.size());
+  linear_forward_ref(t.data(), x.data(), w.data(), nullptr, n, ic, oc);
+  for (size_t i = 0; i < t.size(); ++i) accr[i] += t[i];
+  expect_close(acc, accr, 1e-4, "linear_accumulate gemm");
+}
