@@ -20,32 +20,53 @@ using namespace trinity::tensor;
 
 namespace {
 
-// out[i] = softmax over cached positions 0..pos of q.k * scale, times v; for one kv head.
-void attend_cached(float* out /*[HS]*/, float* s /*[pos+1] scratch*/, const float* q /*[HS]*/,
+// For one row at position `pos` and one kv head: out[g] = softmax(q_g . k_j * scale) v_j over the
+// cached positions j <= pos, for the `group` query heads g that share the kv head. Walks the page
+// table page by page so each key and value row is loaded once for all heads of the group.
+void attend_cached(float* out /*[group, HS] at stride ldo*/, int64_t ldo, float* s /*[group, pos+1]*/,
+                   const float* q /*[group, HS] at stride ldq*/, int64_t ldq, int64_t group,
                    const KvCache& cache, const SeqKv& kv, int64_t layer, int64_t kvh, int64_t hs,
                    int64_t pos, float scale) {
-  const int64_t ps = cache.page_size();
-  float m = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j <= pos; ++j) {
-    const float* kj = cache.k(layer, kv.pages[static_cast<size_t>(j / ps)], j % ps) + kvh * hs;
-    float acc = 0.0f;
+  const int64_t ps = cache.page_size(), n = pos + 1;
+  for (int64_t j0 = 0; j0 < n; j0 += ps) {
+    const int32_t page = kv.pages[static_cast<size_t>(j0 / ps)];
+    const int64_t cnt = std::min(ps, n - j0);
+    for (int64_t jj = 0; jj < cnt; ++jj) {
+      const float* kj = cache.k(layer, page, jj) + kvh * hs;
+      for (int64_t g = 0; g < group; ++g) {
+        const float* qg = q + g * ldq;
+        float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
-    for (int64_t d = 0; d < hs; ++d) acc += q[d] * kj[d];
-    s[j] = acc * scale;
-    m = std::max(m, s[j]);
+        for (int64_t d = 0; d < hs; ++d) acc += qg[d] * kj[d];
+        s[g * n + j0 + jj] = acc * scale;
+      }
+    }
   }
-  float sum = 0.0f;
-  for (int64_t j = 0; j <= pos; ++j) {
-    s[j] = std::exp(s[j] - m);
-    sum += s[j];
+  for (int64_t g = 0; g < group; ++g) {
+    float* sg = s + g * n;
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, sg[j]);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) {
+      sg[j] = std::exp(sg[j] - m);
+      sum += sg[j];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n; ++j) sg[j] *= inv;
+    std::fill(out + g * ldo, out + g * ldo + hs, 0.0f);
   }
-  const float inv = 1.0f / sum;
-  std::fill(out, out + hs, 0.0f);
-  for (int64_t j = 0; j <= pos; ++j) {
-    const float* vj = cache.v(layer, kv.pages[static_cast<size_t>(j / ps)], j % ps) + kvh * hs;
-    const float p = s[j] * inv;
+  for (int64_t j0 = 0; j0 < n; j0 += ps) {
+    const int32_t page = kv.pages[static_cast<size_t>(j0 / ps)];
+    const int64_t cnt = std::min(ps, n - j0);
+    for (int64_t jj = 0; jj < cnt; ++jj) {
+      const float* vj = cache.v(layer, page, jj) + kvh * hs;
+      for (int64_t g = 0; g < group; ++g) {
+        const float p = s[g * n + j0 + jj];
+        float* og = out + g * ldo;
 #pragma omp simd
-    for (int64_t d = 0; d < hs; ++d) out[d] += p * vj[d];
+        for (int64_t d = 0; d < hs; ++d) og[d] += p * vj[d];
+      }
+    }
   }
 }
 
@@ -125,13 +146,13 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
     const int64_t items = static_cast<int64_t>(segs.size()) * nkv;
     parallel_for_dynamic(items, [&](int64_t it) {
       thread_local std::vector<float> s;
-      if (static_cast<int64_t>(s.size()) < tmax) s.resize(static_cast<size_t>(tmax));
+      if (static_cast<int64_t>(s.size()) < tmax * group) s.resize(static_cast<size_t>(tmax * group));
       const auto& sg = segs[static_cast<size_t>(it / nkv)];
       const int64_t kvh = it % nkv;
       for (int64_t i = sg.row_begin; i < sg.row_end; ++i)
-        for (int64_t h = kvh * group; h < (kvh + 1) * group; ++h)
-          attend_cached(att + i * nh * hs + h * hs, s.data(), q + i * nh * hs + h * hs, cache,
-                        *sg.kv, layer, kvh, hs, sc.positions[static_cast<size_t>(i)], scale);
+        attend_cached(att + i * nh * hs + kvh * group * hs, hs, s.data(),
+                      q + i * nh * hs + kvh * group * hs, hs, group, cache, *sg.kv, layer, kvh, hs,
+                      sc.positions[static_cast<size_t>(i)], scale);
     });
     // x += att Wo^T (+ bo)
     linear_accumulate(x, att, w.wo, r, nh * hs, c);
