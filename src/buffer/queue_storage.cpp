@@ -197,8 +197,19 @@ size_t QueueStorage::set_group_reward(const std::string& group_id, double reward
   return n;
 }
 
+void QueueStorage::acquire() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) throw ValueError("buffer", strcat(describe(), ": acquire after close"));
+  ++writers_;
+}
+
 void QueueStorage::close() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (writers_ > 1) {  // other writers still hold the queue open
+    --writers_;
+    return;
+  }
+  writers_ = 0;
   closed_ = true;
   cooling_.clear();  // closing disables reuse
   cv_.notify_all();

@@ -30,6 +30,7 @@ class QueueStorage : public ExperienceStorage {
   void release(const std::string& lease) override;
   size_t set_reward(const std::vector<std::string>& uids, double reward) override;
   size_t set_group_reward(const std::string& group_id, double reward) override;
+  void acquire() override;
   void close() override;
   StorageStats stats() override;
   std::vector<Experience> scan(int64_t offset, int64_t limit) override;
@@ -66,6 +67,7 @@ class QueueStorage : public ExperienceStorage {
   uint64_t seq_ = 0;
   uint64_t lease_seq_ = 0;
   bool closed_ = false;
+  int64_t writers_ = 0;  // acquire() count; close() closes when it drops to 0
   Rng rng_;
   Clock::time_point t0_;
 };

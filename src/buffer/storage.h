@@ -67,6 +67,8 @@ class ExperienceStorage {
   virtual size_t set_reward(const std::vector<std::string>& uids, double reward) = 0;
   // Sets the reward of every pending experience of a group (tid = batch/task, or rid = batch/task/run).
   virtual size_t set_group_reward(const std::string& group_id, double reward) = 0;
+  // Registers one more writer (Trinity's acquire): close() then closes only when the last one closes.
+  virtual void acquire() {}
   // No more writes from this writer. Readers of a closed, drained in-process queue get kClosed; sqlite
   // has no cross-process close, so its readers end on timeout (as Trinity's SQL reader does).
   virtual void close() = 0;

@@ -441,3 +441,19 @@ TEST(BufferStorage, ThreadsShareOneStorageExactlyOnce) {
     EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), seen.size()) << type << ": duplicates";
   }
 }
+
+TEST(BufferStorage, QueueClosesWhenLastWriterReleases) {
+  QueueStorage q(cfg_for("queue"));
+  q.acquire();
+  q.acquire();
+  q.write({make_exp(0)});
+  q.close();  // one writer left: still open
+  EXPECT_EQ(q.read(req(2, 0.05)).status, ReadStatus::kTimeout);
+  q.write({make_exp(1)});
+  q.close();
+  ReadResult r = q.read(req(2, 1.0));
+  EXPECT_EQ(r.status, ReadStatus::kOk);
+  q.ack(r.lease);
+  EXPECT_EQ(q.read(req(1, 1.0)).status, ReadStatus::kClosed);
+  EXPECT_THROW(q.write({make_exp(2)}), trinity::ValueError);
+}
