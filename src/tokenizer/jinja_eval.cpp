@@ -186,6 +186,12 @@ class Renderer {
   Value make_macro(const Node& n) {
     const Node* node = &n;
     return Value::function([this, node](const std::vector<Value>& args, const Kwargs& kwargs) {
+      if (macro_depth_ >= kMaxMacroDepth)
+        throw Fail{strcat("macro '", node->text, "' recursion deeper than ", kMaxMacroDepth, " calls")};
+      struct Depth {
+        int& d;
+        ~Depth() { --d; }
+      } depth{++macro_depth_};
       if (args.size() > node->names.size())
         throw Fail{strcat("macro '", node->text, "' takes ", node->names.size(), " arguments, got ", args.size())};
       std::vector<Scope> saved = std::move(scopes);
@@ -309,6 +315,8 @@ class Renderer {
   }
 
  private:
+  static constexpr int kMaxMacroDepth = 64;
+  int macro_depth_ = 0;
   const std::string& name_;
   std::string& out_;
   std::vector<GenerationSpan>* gen_;

@@ -206,7 +206,11 @@ class Lexer {
           case 'U': {
             const int len = e == 'x' ? 2 : e == 'u' ? 4 : 8;
             if (k + static_cast<size_t>(len) >= src_.size()) fail(k, "truncated escape in string literal");
-            const uint32_t cp = static_cast<uint32_t>(std::stoul(src_.substr(k + 1, static_cast<size_t>(len)), nullptr, 16));
+            const std::string hex = src_.substr(k + 1, static_cast<size_t>(len));
+            if (!std::all_of(hex.begin(), hex.end(), [](char h) { return std::isxdigit(static_cast<unsigned char>(h)) != 0; }))
+              fail(k, strcat("invalid \\", std::string(1, e), " escape in string literal"));
+            const uint32_t cp = static_cast<uint32_t>(std::stoul(hex, nullptr, 16));
+            if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) fail(k, "escape is not a Unicode scalar value");
             if (cp < 0x80) s += static_cast<char>(cp);
             else if (cp < 0x800) s += static_cast<char>(0xC0 | (cp >> 6)), s += static_cast<char>(0x80 | (cp & 0x3F));
             else if (cp < 0x10000)
@@ -309,6 +313,7 @@ class Parser {
   }
 
   NodeP parse_statement(const Tok& kw) {
+    DepthGuard guard(*this);
     const std::string& k = kw.s;
     const int line = kw.line;
     std::string found;
@@ -431,7 +436,18 @@ class Parser {
     return n;
   }
 
+  // Bounds parser recursion so hostile input cannot overflow the stack.
+  struct DepthGuard {
+    Parser& p;
+    explicit DepthGuard(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth) p.fail(p.peek().line, "expression or block nesting is too deep");
+    }
+    ~DepthGuard() { --p.depth_; }
+  };
+  static constexpr int kMaxDepth = 256;
+
   NodeP parse_expr() {
+    DepthGuard guard(*this);
     NodeP e = parse_or();
     if (is_name("if")) {
       const int line = next().line;
@@ -466,6 +482,7 @@ class Parser {
     return a;
   }
   NodeP parse_not() {
+    DepthGuard guard(*this);
     if (is_name("not")) {
       const int line = next().line;
       auto n = mk(K::Unary, line);
@@ -528,6 +545,7 @@ class Parser {
     return a;
   }
   NodeP parse_unary() {
+    DepthGuard guard(*this);
     if (is_op("-") || is_op("+")) {
       const Tok& t = next();
       auto n = mk(K::Unary, t.line);
@@ -730,6 +748,7 @@ class Parser {
 
   std::vector<Tok> t_;
   size_t p_ = 0;
+  int depth_ = 0;
   const std::string& name_;
 };
 

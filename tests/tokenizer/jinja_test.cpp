@@ -123,6 +123,10 @@ TEST(Jinja, SyntaxErrorsNameLineAndConstruct) {
   EXPECT_NE(error_of<ConfigError>("{% frobnicate %}").find("unknown or unsupported statement 'frobnicate'"), std::string::npos);
   EXPECT_NE(error_of<ConfigError>("{{ (1 + }}").find("syntax error"), std::string::npos);
   EXPECT_NE(error_of<ConfigError>("{# never closed").find("unclosed comment"), std::string::npos);
+  // Found by fuzz_test: a bad \x escape used to escape as std::invalid_argument.
+  EXPECT_NE(error_of<ConfigError>("{{ '\\xZZ' }}").find("invalid \\x escape"), std::string::npos);
+  EXPECT_NE(error_of<ConfigError>("{{ " + std::string(300, '(') + "1" + std::string(300, ')') + " }}").find("too deep"),
+            std::string::npos);
 }
 
 TEST(Jinja, RuntimeErrorsNameLineAndConstruct) {
