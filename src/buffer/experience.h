@@ -1,7 +1,8 @@
 // Task and Experience: the data model of the buffer (DESIGN.md §3, trinity-rft.md §4.1).
 // An Experience is one trajectory: tokens = prompt + response, per-response-token arrays of length
 // L - prompt_length, and an optional reward (absent = pending, delayed reward). Free-form fields (info,
-// messages, tools, raw task rows) are kept as JSON text so this header stays free of the JSON library.
+// messages, tools, raw task rows) are kept as JSON text so this header stays free of the JSON library;
+// they come back in canonical form (keys sorted, as nlohmann dumps them), equal in value to what went in.
 // Round trips through JSON (experience_to_json / experience_from_json) and through the binary array
 // blob (encode_arrays / decode_arrays) are lossless, NaN/Inf included. kSchemaVersion travels with rows.
 #pragma once

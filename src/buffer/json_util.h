@@ -3,8 +3,11 @@
 // Only buffer .cpp files include this header.
 #pragma once
 
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
