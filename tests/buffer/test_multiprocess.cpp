@@ -236,3 +236,14 @@ TEST(BufferMultiProcess, ReaderKilledMidBatchGetsBatchBackAfterLease) {
   }
   EXPECT_EQ(got, written);
 }
+
+TEST(BufferMultiProcess, ProcessesCreatingTheSameFreshFileAgree) {
+  const std::string dir = temp_dir("fresh");
+  const std::string db = dir + "/fresh.db";
+  std::vector<pid_t> kids;
+  for (int w = 0; w < 4; ++w) kids.push_back(spawn([&, w] { write_n(db, w, 50, 10); }));
+  for (pid_t k : kids) EXPECT_EQ(wait_exit(k), 0);
+  auto s = open_storage(sql_cfg(db));
+  EXPECT_EQ(s->stats().total, 200);
+  EXPECT_EQ(sqlite_buffer_names(db), std::vector<std::string>{"exp"});
+}
