@@ -93,6 +93,16 @@ ReadResult FileStorage::read(const ReadRequest& req) {
   return r;
 }
 
+bool FileStorage::ack(const std::string& lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leases_.erase(lease) > 0;
+}
+
+bool FileStorage::renew(const std::string& lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return leases_.count(lease) > 0;  // file leases never expire
+}
+
 void FileStorage::release(const std::string& lease) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = leases_.find(lease);

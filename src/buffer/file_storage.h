@@ -19,7 +19,8 @@ class FileStorage : public ExperienceStorage {
 
   bool write(const std::vector<Experience>& batch, double timeout_s = 1800.0) override;
   ReadResult read(const ReadRequest& req) override;
-  void ack(const std::string&) override {}
+  bool ack(const std::string& lease) override;
+  bool renew(const std::string& lease) override;
   void release(const std::string& lease) override;
   size_t set_reward(const std::vector<std::string>& uids, double reward) override;
   size_t set_group_reward(const std::string& group_id, double reward) override;

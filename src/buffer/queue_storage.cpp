@@ -136,10 +136,18 @@ ReadResult QueueStorage::read(const ReadRequest& req) {
   return r;
 }
 
-void QueueStorage::ack(const std::string& lease) {
+bool QueueStorage::renew(const std::string& lease) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = leases_.find(lease);
-  if (it == leases_.end()) return;  // already acked, or expired and given back
+  if (it == leases_.end()) return false;
+  it->second.expires = now() + cfg_.lease_timeout;
+  return true;
+}
+
+bool QueueStorage::ack(const std::string& lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = leases_.find(lease);
+  if (it == leases_.end()) return false;  // already acked, or expired and given back
   consumed_ += static_cast<int64_t>(it->second.items.size());
   const auto& rb = cfg_.replay_buffer;
   if (rb.enable && rb.reuse_cooldown_time && !closed_) {
@@ -151,6 +159,7 @@ void QueueStorage::ack(const std::string& lease) {
   }
   leases_.erase(it);
   cv_.notify_all();
+  return true;
 }
 
 void QueueStorage::release(const std::string& lease) {

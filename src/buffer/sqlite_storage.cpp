@@ -371,7 +371,9 @@ ReadResult SqliteStorage::read(const ReadRequest& req) {
   }
 }
 
-void SqliteStorage::ack_in_transaction(const std::string& lease) {
+// A lease is held until a reader reclaims it after expiry (that clears `lease`), so a late ack of an
+// expired but unreclaimed lease still consumes the batch: nobody else can have it.
+bool SqliteStorage::ack_in_transaction(const std::string& lease) {
   // With reuse, a row goes back to ready after the cooldown unless it reached use_count_limit.
   const auto& rb = cfg_.replay_buffer;
   const bool reuse = rb.enable && rb.reuse_cooldown_time.has_value();
@@ -383,12 +385,23 @@ void SqliteStorage::ack_in_transaction(const std::string& lease) {
       .bind(4, reuse ? wall_now() + *rb.reuse_cooldown_time : 0.0)
       .bind(5, lease)
       .step(describe());
+  return sqlite3_changes(db_->db) > 0;
 }
 
-void SqliteStorage::ack(const std::string& lease) {
+bool SqliteStorage::ack(const std::string& lease) {
   std::lock_guard<std::mutex> lock(db_->mu);
-  transaction([&] { ack_in_transaction(lease); });
+  const bool held = transaction([&] { return ack_in_transaction(lease); });
   my_leases_.erase(lease);
+  return held;
+}
+
+bool SqliteStorage::renew(const std::string& lease) {
+  std::lock_guard<std::mutex> lock(db_->mu);
+  return transaction([&] {
+    Stmt(db_->db, strcat("UPDATE \"", table_, "\" SET lease_expires=? WHERE lease=? AND status=2"), describe())
+        .bind(1, wall_now() + cfg_.lease_timeout).bind(2, lease).step(describe());
+    return sqlite3_changes(db_->db) > 0;
+  });
 }
 
 void SqliteStorage::release(const std::string& lease) {

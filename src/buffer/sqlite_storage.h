@@ -25,7 +25,8 @@ class SqliteStorage : public ExperienceStorage {
 
   bool write(const std::vector<Experience>& batch, double timeout_s = 1800.0) override;
   ReadResult read(const ReadRequest& req) override;
-  void ack(const std::string& lease) override;
+  bool ack(const std::string& lease) override;
+  bool renew(const std::string& lease) override;
   void release(const std::string& lease) override;
   size_t set_reward(const std::vector<std::string>& uids, double reward) override;
   size_t set_group_reward(const std::string& group_id, double reward) override;
@@ -45,7 +46,7 @@ class SqliteStorage : public ExperienceStorage {
   template <typename Fn>
   auto transaction(Fn&& fn);
   bool try_lease_locked(const ReadRequest& req, bool partial, ReadResult& out);
-  void ack_in_transaction(const std::string& lease);
+  bool ack_in_transaction(const std::string& lease);
 
   StorageConfig cfg_;
   std::string path_, table_, owner_;

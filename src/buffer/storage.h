@@ -61,7 +61,11 @@ class ExperienceStorage {
   // full until timeout_s passed.
   virtual bool write(const std::vector<Experience>& batch, double timeout_s = 1800.0) = 0;
   virtual ReadResult read(const ReadRequest& req) = 0;
-  virtual void ack(const std::string& lease) = 0;
+  // Consumes a leased batch. Returns false if the lease was no longer held (it expired and the batch was
+  // given back, or it was acked already): the batch may then be handed out again.
+  virtual bool ack(const std::string& lease) = 0;
+  // Extends a lease by lease_timeout from now (heartbeat for slow train steps). false if no longer held.
+  virtual bool renew(const std::string& lease) = 0;
   virtual void release(const std::string& lease) = 0;
   // Sets the reward of pending experiences by uid (Eid::uid()). Returns how many became ready.
   virtual size_t set_reward(const std::vector<std::string>& uids, double reward) = 0;

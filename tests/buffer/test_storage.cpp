@@ -117,13 +117,35 @@ TEST(BufferStorage, LeaseExpiryAndReleaseGiveBatchesBack) {
     ReadResult b = s->read(req(4, 2.0));  // waits for the lease to expire
     ASSERT_EQ(b.status, ReadStatus::kOk) << type;
     EXPECT_EQ(b.batch[0].use_count, 1) << type;  // the expired lease did not count as a use
-    s->ack(a.lease);                             // stale ack of an expired lease changes nothing
+    EXPECT_FALSE(s->ack(a.lease)) << type;       // stale ack of a reclaimed lease changes nothing
+    EXPECT_FALSE(s->renew(a.lease)) << type;
+    EXPECT_TRUE(s->renew(b.lease)) << type;
     s->release(b.lease);
     ReadResult c2 = s->read(req(4, 0.05));
     ASSERT_EQ(c2.status, ReadStatus::kOk) << type;
-    s->ack(c2.lease);
+    EXPECT_TRUE(s->ack(c2.lease)) << type;
+    EXPECT_FALSE(s->ack(c2.lease)) << type;  // acked already
     EXPECT_EQ(s->read(req(1, 0.05)).status, ReadStatus::kTimeout) << type;
     EXPECT_EQ(s->stats().consumed, 4) << type;
+  }
+}
+
+TEST(BufferStorage, RenewKeepsASlowReadersLease) {
+  const std::string dir = temp_dir("renew");
+  for (std::string type : {"queue", "sql"}) {
+    StorageConfig c = cfg_for(type, type == "sql" ? dir + "/r.db" : "");
+    c.lease_timeout = 0.6;
+    auto s = open_storage(c);
+    s->write({make_exp(0), make_exp(1)});
+    ReadResult a = s->read(req(2));
+    ASSERT_EQ(a.status, ReadStatus::kOk) << type;
+    for (int k = 0; k < 3; ++k) {  // 0.9 s in total: past the first expiry, kept alive by renew
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      EXPECT_TRUE(s->renew(a.lease)) << type;
+      EXPECT_EQ(s->read(req(1, 0.0)).status, ReadStatus::kTimeout) << type;
+    }
+    EXPECT_TRUE(s->ack(a.lease)) << type;
+    EXPECT_EQ(s->stats().consumed, 2) << type;
   }
 }
 
