@@ -18,5 +18,6 @@ int cmd_buffer_stats(const Argv& args);
 int cmd_buffer_head(const Argv& args);
 int cmd_buffer_export(const Argv& args);
 int cmd_tokenize(const Argv& args);
+int cmd_serve(const Argv& args);
 
 }  // namespace trinity::cli

@@ -1,0 +1,182 @@
+// trinity serve: loads a model directory (config.json, model.safetensors, tokenizer.json,
+// tokenizer_config.json) into one generation Engine and serves the OpenAI API over HTTP
+// (src/server). Binds 127.0.0.1 unless --host says otherwise. SIGINT / SIGTERM stop the server
+// cleanly (self-pipe to a watcher thread): in-flight requests are cancelled, the listener closes,
+// the engine shuts down, exit code 0.
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/file.h"
+#include "core/log.h"
+#include "engine/engine.h"
+#include "model/transformer.h"
+#include "server/server.h"
+#include "tokenizer/chat.h"
+#include "tokenizer/tokenizer.h"
+
+namespace trinity::cli {
+
+namespace {
+
+// Token ids that end a generation besides the model config's EOS: the tokenizer's eos_token
+// (<|im_end|> for Qwen chat models) and generation_config.json's eos_token_id.
+std::vector<int32_t> stop_ids_of(const std::string& dir, const tok::Tokenizer& t, const tok::TokenizerConfig& tc) {
+  std::vector<int32_t> ids;
+  auto add = [&](int64_t id) {
+    if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(static_cast<int32_t>(id));
+  };
+  if (tc.eos_token)
+    if (auto id = t.token_to_id(*tc.eos_token)) add(*id);
+  const std::string gen = file::join(dir, "generation_config.json");
+  if (file::exists(gen)) {
+    try {
+      const auto j = nlohmann::json::parse(file::read_all(gen));
+      if (auto it = j.find("eos_token_id"); it != j.end()) {
+        if (it->is_number_integer()) add(it->get<int64_t>());
+        if (it->is_array())
+          for (const auto& v : *it)
+            if (v.is_number_integer()) add(v.get<int64_t>());
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError("serve", strcat(gen, ": ", e.what()));
+    }
+  }
+  return ids;
+}
+
+// The tokenizer of DIR. Models pad their vocabulary (Qwen3: 151936 rows, 151669 tokenizer ids);
+// a sampled padding id must decode to nothing rather than fail, so ids the tokenizer lacks up to
+// the model's vocab size are registered as special added tokens (skipped in text).
+tok::Tokenizer load_tokenizer(const std::string& dir, int64_t model_vocab) {
+  tok::Tokenizer t = tok::Tokenizer::load(dir);
+  if (t.vocab_size() >= model_vocab) return t;
+  const std::string path = file::join(dir, "tokenizer.json");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(file::read_all(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError("serve", strcat(path, ": ", e.what()));
+  }
+  if (!j.contains("added_tokens") || !j["added_tokens"].is_array()) j["added_tokens"] = nlohmann::json::array();
+  for (int64_t id = t.vocab_size(); id < model_vocab; ++id) {
+    if (!t.id_to_token(static_cast<int32_t>(id)).empty()) continue;
+    j["added_tokens"].push_back({{"id", id},
+                                 {"content", strcat("<|trinity_vocab_pad_", id, "|>")},
+                                 {"single_word", false},
+                                 {"lstrip", false},
+                                 {"rstrip", false},
+                                 {"normalized", false},
+                                 {"special", true}});
+  }
+  tok::Tokenizer padded = tok::Tokenizer::from_json(j.dump(), path);
+  padded.set_clean_up_tokenization_spaces(t.clean_up_tokenization_spaces());
+  log::info("serve: model vocab ", model_vocab, " > tokenizer ids ", t.vocab_size(),
+            "; the padding ids decode to no text");
+  return padded;
+}
+
+int g_sig_pipe[2] = {-1, -1};
+
+std::atomic<int> g_signals{0};  // lock-free, so safe in a signal handler
+
+// A second signal while shutting down exits at once.
+void on_signal(int sig) {
+  if (g_signals.fetch_add(1) > 0) _exit(128 + sig);
+  const unsigned char b = static_cast<unsigned char>(sig);
+  const ssize_t w = write(g_sig_pipe[1], &b, 1);
+  (void)w;
+}
+
+}  // namespace
+
+int cmd_serve(const Argv& argv) {
+  Args a("serve", argv,
+         {"model", "host", "port", "api-key", "kv-cache-mb", "max-model-len", "served-model-name",
+          "max-request-mb", "http-threads"});
+  const std::string dir = a.str("model");
+  server::ServerOptions so;
+  so.host = a.str("host", "127.0.0.1");
+  const int64_t port = a.i64("port", 8000);
+  if (port < 0 || port > 65535) throw ConfigError("cli", strcat("serve: --port must be in [0, 65535], got ", port));
+  so.port = static_cast<int>(port);
+  so.api_key = a.str("api-key", "");
+  if (so.api_key.empty())
+    if (const char* k = std::getenv("TRINITY_API_KEY")) so.api_key = k;
+  so.model_name = a.str("served-model-name", dir);
+  const int64_t body_mb = a.i64("max-request-mb", 8);
+  if (body_mb < 1) throw ConfigError("cli", strcat("serve: --max-request-mb must be >= 1, got ", body_mb));
+  so.max_body_bytes = static_cast<size_t>(body_mb) << 20;
+  so.threads = static_cast<int>(a.i64("http-threads", 64));
+  if (so.threads < 4) throw ConfigError("cli", strcat("serve: --http-threads must be >= 4, got ", so.threads));
+  engine::EngineOptions eo;
+  const int64_t kv_mb = a.i64("kv-cache-mb", 1024);
+  if (kv_mb < 1) throw ConfigError("cli", strcat("serve: --kv-cache-mb must be >= 1, got ", kv_mb));
+  eo.kv_cache_bytes = kv_mb << 20;
+  eo.max_model_len = a.i64("max-model-len", 0);
+  if (eo.max_model_len < 0)
+    throw ConfigError("cli", strcat("serve: --max-model-len must be >= 1 (or 0 for the model's), got ", eo.max_model_len));
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    if (!file::exists(file::join(dir, f)))
+      throw IoError("serve", strcat("--model ", dir, " has no ", f, " (a served model needs its tokenizer and chat template)"));
+
+  // SIGINT/SIGTERM: an async-signal-safe handler writes the signal number to a pipe; a watcher
+  // thread reads it and stops the server. (A handler rather than sigwait: threads that exist
+  // before this point, e.g. the BLAS pool, would not have the signals blocked.)
+  if (pipe(g_sig_pipe) != 0) throw IoError("serve", "cannot create the signal pipe");
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto model = std::make_shared<model::Transformer>(model::Transformer::load(dir));
+  auto tokenizer = std::make_shared<tok::Tokenizer>(load_tokenizer(dir, model->config().vocab_size));
+  const tok::TokenizerConfig tc = tok::TokenizerConfig::load(dir);
+  for (const auto& s : tc.additional_special_tokens)
+    if (tokenizer->token_to_id(s)) tokenizer->mark_special(s);
+  auto chat = std::make_shared<tok::ChatFormatter>(*tokenizer, tc);
+  const std::vector<int32_t> stop_ids = stop_ids_of(dir, *tokenizer, tc);
+  if (model->config().max_position_embeddings > 0 && eo.max_model_len > model->config().max_position_embeddings)
+    throw ConfigError("cli", strcat("serve: --max-model-len ", eo.max_model_len, " exceeds the model's max_position_embeddings ",
+                                    model->config().max_position_embeddings));
+  auto eng = std::make_shared<engine::Engine>(model, 0, tokenizer, eo);
+  server::Server srv(eng, tokenizer, chat, stop_ids, so);
+  const int bound = srv.bind();
+
+  std::thread sig_thread([&] {
+    unsigned char sig = 0;
+    while (read(g_sig_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 0) return;  // woken by the normal exit path
+    log::info("serve: ", sig == SIGINT ? "SIGINT" : "SIGTERM", " received, shutting down");
+    srv.stop();
+  });
+  std::printf("trinity serve: listening on http://%s:%d (model '%s', max_model_len %lld)\n", so.host.c_str(), bound,
+              so.model_name.c_str(), static_cast<long long>(eng->max_model_len()));
+  std::fflush(stdout);
+  srv.run();
+  const unsigned char zero = 0;
+  if (write(g_sig_pipe[1], &zero, 1) < 0) log::warn("serve: cannot wake the signal thread");
+  sig_thread.join();
+  srv.stop();
+  eng.reset();
+  std::printf("trinity serve: stopped\n");
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace trinity::cli

@@ -1,0 +1,610 @@
+// HTTP layer of `trinity serve` (see server.h): routing, API-key check, JSON errors for every
+// failure (the server never dies on a bad request), prompt construction (chat template / text /
+// token ids), submission to the Engine, and non-streaming and SSE streaming responses.
+// Streams end with `data: [DONE]`; a failed write (client gone) cancels the engine requests.
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "server/protocol.h"
+#include "server/tool_calls.h"
+
+namespace trinity::server {
+
+namespace {
+
+using namespace std::chrono_literals;
+using engine::RequestHandle;
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string random_id(const char* prefix) {
+  static std::mutex mu;
+  static std::mt19937_64 gen{std::random_device{}()};
+  std::lock_guard<std::mutex> l(mu);
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%016llx%08llx", static_cast<unsigned long long>(gen()),
+                static_cast<unsigned long long>(gen() & 0xffffffffULL));
+  return std::string(prefix) + buf;
+}
+
+TokenText describe_token(const void* ctx, int32_t id) {
+  const auto& tok = *static_cast<const tok::Tokenizer*>(ctx);
+  TokenText t;
+  if (id >= 0 && id < tok.vocab_size() && !tok.id_to_token(id).empty()) {
+    const int32_t one[1] = {id};
+    t.text = tok.decode(std::span<const int32_t>(one, 1));
+    const std::string& b = tok.token_bytes(id);
+    t.bytes.assign(b.begin(), b.end());
+  } else {
+    t.text = strcat("<id:", id, ">");  // an id the tokenizer lacks (model vocab padding)
+  }
+  return t;
+}
+
+// The field an engine ValueError names: "[sampling] temperature: ..." -> "temperature".
+std::string param_of(const std::string& what) {
+  const auto rb = what.find("] ");
+  if (rb == std::string::npos) return "";
+  const auto colon = what.find(':', rb + 2);
+  if (colon == std::string::npos) return "";
+  const std::string p = what.substr(rb + 2, colon - rb - 2);
+  return p.find(' ') == std::string::npos ? p : "";
+}
+
+void send_json(httplib::Response& res, int status, const std::string& body) {
+  res.status = status;
+  res.set_content(body, "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, error_body(e)); }
+
+// Streamed events of one HTTP request (possibly several engine requests), shared with the
+// engine's callbacks; choice = offset of the engine request + sample index.
+struct StreamQueue {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<int64_t, engine::StreamEvent>> q;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  std::shared_ptr<engine::Engine> engine;
+  std::shared_ptr<const tok::Tokenizer> tok;
+  std::shared_ptr<const tok::ChatFormatter> chat;
+  std::vector<int32_t> stop_ids;
+  ServerOptions opts;
+  httplib::Server http;
+  int64_t created = unix_now();
+  std::atomic<bool> stopping{false};
+  std::mutex inflight_mu;
+  std::map<uint64_t, RequestHandle> inflight;
+  uint64_t next_key = 0;
+  std::atomic<int64_t> n_requests{0}, n_errors{0}, n_cancelled{0};
+
+  TokenDescriber describer() const { return TokenDescriber{tok.get(), &describe_token}; }
+
+  // Registers engine handles so stop() can cancel them.
+  uint64_t track(const std::vector<RequestHandle>& hs) {
+    std::lock_guard<std::mutex> l(inflight_mu);
+    const uint64_t first = next_key;
+    for (const auto& h : hs) inflight.emplace(next_key++, h);
+    if (stopping)
+      for (auto h : hs) h.cancel();
+    return first;
+  }
+  void untrack(uint64_t first, size_t n) {
+    std::lock_guard<std::mutex> l(inflight_mu);
+    for (size_t i = 0; i < n; ++i) inflight.erase(first + i);
+  }
+
+  void check_model(const std::string& model) const {
+    if (!model.empty() && model != opts.model_name)
+      throw ApiError(404, strcat("The model '", model, "' does not exist; this server serves '", opts.model_name, "'"),
+                     "model", "model_not_found");
+  }
+
+  // Adds the server's stop ids (tokenizer EOS) unless the client asked to ignore EOS.
+  void add_stop_ids(engine::SamplingParams& p) const {
+    if (p.ignore_eos) return;
+    for (int32_t id : stop_ids)
+      if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), id) == p.stop_token_ids.end())
+        p.stop_token_ids.push_back(id);
+  }
+
+  void check_ids(const std::vector<int32_t>& ids, const std::string& param) const {
+    const int64_t v = engine->config().vocab_size;
+    for (int32_t t : ids)
+      if (t < 0 || t >= v)
+        throw ApiError(400, strcat("token id ", t, " is out of range [0, ", v, ")"), param);
+  }
+
+  std::vector<RequestHandle> submit_all(const std::vector<std::vector<int32_t>>& prompts,
+                                        const engine::SamplingParams& p,
+                                        const std::shared_ptr<StreamQueue>& queue) {
+    std::vector<RequestHandle> hs;
+    try {
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        engine::StreamCallback cb;
+        if (queue) {
+          const int64_t offset = static_cast<int64_t>(i) * p.n;
+          cb = [queue, offset](const engine::StreamEvent& e) {
+            {
+              std::lock_guard<std::mutex> l(queue->mu);
+              queue->q.emplace_back(offset + e.index, e);
+            }
+            queue->cv.notify_one();
+          };
+        }
+        hs.push_back(engine->submit(prompts[i], p, std::move(cb)));
+      }
+    } catch (const ValueError& e) {
+      for (auto& h : hs) h.cancel();
+      throw ApiError(400, e.what(), param_of(e.what()));
+    }
+    return hs;
+  }
+
+  // Waits for all handles (cancelling them when the server stops); errors become ApiErrors.
+  std::vector<engine::GenerateResult> wait_all(std::vector<RequestHandle>& hs) {
+    const uint64_t key = track(hs);
+    std::vector<engine::GenerateResult> out;
+    for (auto& h : hs) {
+      while (!h.wait_for(100ms))
+        if (stopping) h.cancel();
+      out.push_back(h.wait());
+    }
+    untrack(key, hs.size());
+    for (const auto& r : out) {
+      if (!r.error.empty()) {
+        if (r.error.find("KV pages") != std::string::npos)
+          throw ApiError(400, r.error, "max_tokens", "kv_cache_exceeded");
+        throw ApiError(500, r.error, "", "", "server_error");
+      }
+    }
+    if (stopping) throw ApiError(503, "the server is shutting down", "", "", "server_error");
+    return out;
+  }
+
+  std::vector<int32_t> chat_prompt(const ChatRequest& r) const {
+    tok::ChatOptions o;
+    o.add_generation_prompt = r.add_generation_prompt;
+    o.enable_thinking = r.enable_thinking;
+    o.tools = r.tools;
+    o.extra = r.template_kwargs;
+    try {
+      return chat->encode(r.messages, o, false).ids;
+    } catch (const Error& e) {
+      throw ApiError(400, strcat("the chat template failed on these messages: ", e.what()), "messages");
+    }
+  }
+
+  void handle_chat(const httplib::Request& req, httplib::Response& res);
+  void handle_completions(const httplib::Request& req, httplib::Response& res);
+  void stream(httplib::Response& res, std::vector<RequestHandle> hs, std::shared_ptr<StreamQueue> queue,
+              std::function<void(std::vector<std::string>& out)> start,
+              std::function<void(int64_t choice, const engine::StreamEvent& e, std::vector<std::string>& out)> on_event,
+              std::function<void(int64_t choice, const std::string& reason, std::vector<std::string>& out)> on_end,
+              std::function<void(const std::vector<engine::GenerateResult>&, std::vector<std::string>& out)> finish,
+              int64_t n_choices);
+};
+
+// Generic SSE driver: `start` frames first, then `on_event` per engine event; `on_end` for a
+// choice that ended without a final event (failed or cancelled before it ran); `finish` after all
+// requests are done. Each string pushed into `out` is one `data:` frame.
+void Server::Impl::stream(
+    httplib::Response& res, std::vector<RequestHandle> hs, std::shared_ptr<StreamQueue> queue,
+    std::function<void(std::vector<std::string>&)> start,
+    std::function<void(int64_t, const engine::StreamEvent&, std::vector<std::string>&)> on_event,
+    std::function<void(int64_t, const std::string&, std::vector<std::string>&)> on_end,
+    std::function<void(const std::vector<engine::GenerateResult>&, std::vector<std::string>&)> finish,
+    int64_t n_choices) {
+  auto handles = std::make_shared<std::vector<RequestHandle>>(std::move(hs));
+  const uint64_t key = track(*handles);
+  auto cancel_all = [handles] {
+    for (auto& h : *handles) h.cancel();
+  };
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, handles, queue, start, on_event, on_end, finish, n_choices, cancel_all](size_t, httplib::DataSink& sink) {
+        auto write = [&](const std::vector<std::string>& frames) {
+          for (const auto& f : frames) {
+            const std::string s = f[0] == ':' ? f + "\n\n" : "data: " + f + "\n\n";
+            if (!sink.write(s.data(), s.size())) return false;
+          }
+          return true;
+        };
+        try {
+          std::vector<std::string> out;
+          std::vector<bool> ended(static_cast<size_t>(n_choices), false);
+          start(out);
+          if (!write(out)) throw std::runtime_error("client disconnected");
+          auto last_write = std::chrono::steady_clock::now();
+          for (;;) {
+            std::deque<std::pair<int64_t, engine::StreamEvent>> events;
+            {
+              std::unique_lock<std::mutex> l(queue->mu);
+              queue->cv.wait_for(l, 200ms, [&] { return !queue->q.empty(); });
+              events.swap(queue->q);
+            }
+            if (stopping) cancel_all();
+            out.clear();
+            for (const auto& [choice, e] : events) {
+              on_event(choice, e, out);
+              if (e.finished) ended[static_cast<size_t>(choice)] = true;
+            }
+            const bool all_done = std::all_of(handles->begin(), handles->end(), [](const RequestHandle& h) { return h.done(); });
+            if (events.empty() && std::chrono::steady_clock::now() - last_write > 1s)
+              out.push_back(": keep-alive");  // detects a client that went away while queued
+            if (!out.empty()) {
+              if (!write(out)) throw std::runtime_error("client disconnected");
+              last_write = std::chrono::steady_clock::now();
+            }
+            if (all_done) {
+              std::lock_guard<std::mutex> l(queue->mu);
+              if (queue->q.empty()) break;
+            }
+          }
+          std::vector<engine::GenerateResult> results;
+          for (auto& h : *handles) results.push_back(h.wait());
+          out.clear();
+          int64_t choice = 0;
+          for (const auto& r : results)
+            for (const auto& c : r.completions) {
+              if (!ended[static_cast<size_t>(choice)]) on_end(choice, c.finish_reason, out);
+              ++choice;
+            }
+          for (const auto& r : results)
+            if (!r.error.empty()) {
+              out.push_back(error_body(ApiError(r.error.find("KV pages") != std::string::npos ? 400 : 500, r.error)));
+              break;
+            }
+          finish(results, out);
+          out.push_back("[DONE]");
+          if (!write(out)) throw std::runtime_error("client disconnected");
+          sink.done();
+          return true;
+        } catch (const std::exception& e) {
+          cancel_all();
+          ++n_cancelled;
+          log::info("serve: stream ended early (", e.what(), "); request cancelled");
+          return false;
+        }
+      },
+      [this, key, n = handles->size(), cancel_all](bool success) {
+        if (!success) cancel_all();
+        untrack(key, n);
+      });
+}
+
+void Server::Impl::handle_chat(const httplib::Request& req, httplib::Response& res) {
+  auto r = std::make_shared<ChatRequest>(parse_chat_request(req.body));
+  check_model(r->model);
+  auto prompt = std::make_shared<std::vector<int32_t>>(chat_prompt(*r));
+  fit_to_context(*r, static_cast<int64_t>(prompt->size()), engine->max_model_len(), "messages");
+  if (r->stream && r->sampling.top_logprobs > 0)
+    throw ApiError(400, "top_logprobs with stream: true is not supported yet (use stream: false)", "top_logprobs");
+  add_stop_ids(r->sampling);
+  const ResponseMeta meta{random_id("chatcmpl-"), unix_now(), opts.model_name};
+  const TokenDescriber desc = describer();
+  if (!r->stream) {
+    auto hs = submit_all({*prompt}, r->sampling, nullptr);
+    const auto results = wait_all(hs);
+    std::vector<ChatChoice> choices;
+    for (const auto& c : results[0].completions) {
+      ChatChoice ch;
+      ch.completion = &c;
+      ch.finish_reason = c.finish_reason;
+      if (r->parse_tool_calls) {
+        ParsedToolCalls p = parse_tool_calls(c.text);
+        ch.content = p.content;
+        ch.tool_calls = std::move(p.calls);
+        if (!ch.tool_calls.empty() && c.finish_reason == "stop") ch.finish_reason = "tool_calls";
+      } else {
+        ch.content = c.text;
+      }
+      choices.push_back(std::move(ch));
+    }
+    send_json(res, 200, chat_response(meta, *r, *prompt, choices, desc));
+    return;
+  }
+  auto queue = std::make_shared<StreamQueue>();
+  auto hs = submit_all({*prompt}, r->sampling, queue);
+  const int64_t n = r->sampling.n;
+  struct ChoiceState {
+    ToolCallStreamFilter filter;
+    std::string text;
+    int64_t tokens = 0;
+  };
+  auto st = std::make_shared<std::vector<ChoiceState>>(static_cast<size_t>(n));
+  auto start = [r, prompt, meta, desc, n](std::vector<std::string>& out) {
+    for (int64_t i = 0; i < n; ++i) {
+      ChunkDelta d;
+      d.index = i;
+      d.role = true;
+      d.content = "";
+      d.prompt_token_ids = i == 0 ? prompt.get() : nullptr;
+      out.push_back(chat_chunk(meta, *r, d, desc));
+    }
+  };
+  auto end_choice = [r, meta, desc, st](int64_t choice, const std::string& reason, std::vector<std::string>& out) {
+    ChoiceState& s = (*st)[static_cast<size_t>(choice)];
+    std::string fr = reason;
+    if (r->parse_tool_calls) {
+      ParsedToolCalls p = parse_tool_calls(s.text);
+      ChunkDelta d;
+      d.index = choice;
+      if (!p.calls.empty()) {
+        d.tool_calls = std::move(p.calls);
+        if (fr == "stop") fr = "tool_calls";
+      } else if (!s.filter.held().empty()) {
+        d.content = s.filter.held();
+      }
+      if (d.content || !d.tool_calls.empty()) out.push_back(chat_chunk(meta, *r, d, desc));
+    }
+    ChunkDelta d;
+    d.index = choice;
+    d.finish_reason = fr;
+    out.push_back(chat_chunk(meta, *r, d, desc));
+  };
+  auto on_event = [r, meta, desc, st, end_choice](int64_t choice, const engine::StreamEvent& e,
+                                                  std::vector<std::string>& out) {
+    ChoiceState& s = (*st)[static_cast<size_t>(choice)];
+    s.text += e.text_delta;
+    std::string content = r->parse_tool_calls ? s.filter.push(e.text_delta) : e.text_delta;
+    if (e.token >= 0 || !content.empty()) {
+      ChunkDelta d;
+      d.index = choice;
+      d.content = content;
+      if (e.token >= 0) {
+        d.token_ids = {e.token};
+        d.logprobs = {e.logprob};
+        ++s.tokens;
+      }
+      out.push_back(chat_chunk(meta, *r, d, desc));
+    }
+    if (e.finished) end_choice(choice, e.finish_reason, out);
+  };
+  auto finish = [r, meta, prompt](const std::vector<engine::GenerateResult>& results, std::vector<std::string>& out) {
+    if (!r->include_usage) return;
+    int64_t toks = 0;
+    for (const auto& gr : results)
+      for (const auto& c : gr.completions) toks += static_cast<int64_t>(c.token_ids.size());
+    out.push_back(usage_chunk(meta, "chat.completion.chunk", static_cast<int64_t>(prompt->size()), toks));
+  };
+  stream(res, std::move(hs), queue, start, on_event, end_choice, finish, n);
+}
+
+void Server::Impl::handle_completions(const httplib::Request& req, httplib::Response& res) {
+  auto r = std::make_shared<CompletionRequest>(parse_completion_request(req.body));
+  check_model(r->model);
+  auto prompts = std::make_shared<std::vector<std::vector<int32_t>>>();
+  for (const auto& t : r->text_prompts) {
+    try {
+      prompts->push_back(tok->encode(t, true));
+    } catch (const Error& e) {
+      throw ApiError(400, strcat("cannot tokenize the prompt: ", e.what()), "prompt");
+    }
+    if (prompts->back().empty()) throw ApiError(400, "the prompt encodes to no tokens", "prompt");
+  }
+  for (size_t i = 0; i < r->token_prompts.size(); ++i) {
+    check_ids(r->token_prompts[i], r->token_prompts.size() == 1 ? "prompt" : strcat("prompt[", i, "]"));
+    prompts->push_back(r->token_prompts[i]);
+  }
+  // One max_tokens for all prompts: it must fit the longest one.
+  size_t longest = 0;
+  for (const auto& p : *prompts) longest = std::max(longest, p.size());
+  fit_to_context(*r, static_cast<int64_t>(longest), engine->max_model_len(), "prompt");
+  if (r->stream && r->sampling.top_logprobs > 0)
+    throw ApiError(400, "logprobs > 0 (alternatives) with stream: true is not supported yet", "logprobs");
+  add_stop_ids(r->sampling);
+  const ResponseMeta meta{random_id("cmpl-"), unix_now(), opts.model_name};
+  const TokenDescriber desc = describer();
+  if (!r->stream) {
+    auto hs = submit_all(*prompts, r->sampling, nullptr);
+    const auto results = wait_all(hs);
+    std::vector<const engine::Completion*> comps;
+    for (const auto& gr : results)
+      for (const auto& c : gr.completions) comps.push_back(&c);
+    send_json(res, 200, completion_response(meta, *r, *prompts, comps, desc));
+    return;
+  }
+  auto queue = std::make_shared<StreamQueue>();
+  auto hs = submit_all(*prompts, r->sampling, queue);
+  const int64_t n = r->sampling.n;
+  const int64_t n_choices = n * static_cast<int64_t>(prompts->size());
+  auto first = std::make_shared<std::vector<bool>>(static_cast<size_t>(n_choices), true);
+  auto start = [](std::vector<std::string>&) {};
+  auto end_choice = [r, meta, desc](int64_t choice, const std::string& reason, std::vector<std::string>& out) {
+    ChunkDelta d;
+    d.index = choice;
+    d.finish_reason = reason;
+    out.push_back(completion_chunk(meta, *r, d, desc));
+  };
+  auto on_event = [r, meta, desc, prompts, first, n, end_choice](int64_t choice, const engine::StreamEvent& e,
+                                                                 std::vector<std::string>& out) {
+    if (e.token >= 0 || !e.text_delta.empty()) {
+      ChunkDelta d;
+      d.index = choice;
+      d.content = e.text_delta;
+      if (e.token >= 0) {
+        d.token_ids = {e.token};
+        d.logprobs = {e.logprob};
+      }
+      if ((*first)[static_cast<size_t>(choice)]) {
+        d.prompt_token_ids = &(*prompts)[static_cast<size_t>(choice / n)];
+        (*first)[static_cast<size_t>(choice)] = false;
+      }
+      out.push_back(completion_chunk(meta, *r, d, desc));
+    }
+    if (e.finished) end_choice(choice, e.finish_reason, out);
+  };
+  auto finish = [r, meta, prompts](const std::vector<engine::GenerateResult>& results, std::vector<std::string>& out) {
+    if (!r->include_usage) return;
+    int64_t ptoks = 0, toks = 0;
+    for (const auto& p : *prompts) ptoks += static_cast<int64_t>(p.size());
+    for (const auto& gr : results)
+      for (const auto& c : gr.completions) toks += static_cast<int64_t>(c.token_ids.size());
+    out.push_back(usage_chunk(meta, "text_completion", ptoks, toks));
+  };
+  stream(res, std::move(hs), queue, start, on_event, end_choice, finish, n_choices);
+}
+
+Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
+               std::shared_ptr<const tok::ChatFormatter> chat, std::vector<int32_t> stop_ids, ServerOptions opts)
+    : impl_(std::make_unique<Impl>()) {
+  auto& im = *impl_;
+  im.engine = std::move(engine);
+  im.tok = std::move(tokenizer);
+  im.chat = std::move(chat);
+  im.stop_ids = std::move(stop_ids);
+  im.opts = std::move(opts);
+  auto& http = im.http;
+  const int threads = std::max(4, im.opts.threads);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  http.set_payload_max_length(im.opts.max_body_bytes);
+  http.set_keep_alive_max_count(1000);
+  http.set_read_timeout(30, 0);
+  http.set_write_timeout(30, 0);
+
+  Impl* p = &im;
+  // Every handler answers JSON errors; nothing a client sends escapes as an exception.
+  auto guarded = [p](void (Impl::*fn)(const httplib::Request&, httplib::Response&)) {
+    return [p, fn](const httplib::Request& req, httplib::Response& res) {
+      ++p->n_requests;
+      try {
+        (p->*fn)(req, res);
+      } catch (const ApiError& e) {
+        ++p->n_errors;
+        send_error(res, e);
+      } catch (const ValueError& e) {
+        ++p->n_errors;
+        send_error(res, ApiError(400, e.what(), param_of(e.what())));
+      } catch (const std::exception& e) {
+        ++p->n_errors;
+        log::error("serve: ", req.method, " ", req.path, " failed: ", e.what());
+        send_error(res, ApiError(500, strcat("internal error: ", e.what()), "", "", "server_error"));
+      }
+    };
+  };
+  http.set_pre_routing_handler([p](const httplib::Request& req, httplib::Response& res) {
+    if (p->opts.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string want = "Bearer " + p->opts.api_key;
+    const std::string got = req.get_header_value("Authorization");
+    // Constant-time comparison.
+    unsigned diff = static_cast<unsigned>(got.size() ^ want.size());
+    for (size_t i = 0; i < want.size(); ++i) diff |= static_cast<unsigned char>(want[i] ^ (i < got.size() ? got[i] : 0));
+    if (diff == 0) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, ApiError(401, got.empty() ? "Missing API key: send 'Authorization: Bearer <key>'"
+                                              : "Incorrect API key provided",
+                             "", "invalid_api_key"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_error_handler(httplib::Server::HandlerWithResponse([p](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string msg;
+    if (res.status == 404) msg = strcat("no route for ", req.method, " ", req.path);
+    else if (res.status == 413) msg = strcat("request body is larger than the limit of ", p->opts.max_body_bytes, " bytes");
+    else if (res.status == 400) msg = "malformed HTTP request";
+    else msg = strcat("HTTP error ", res.status);
+    const ApiError e(res.status, msg, "", res.status == 413 ? "request_too_large" : "",
+                     res.status >= 500 ? "server_error" : "invalid_request_error");
+    res.set_content(error_body(e), "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string msg = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      msg = strcat("internal error: ", e.what());
+    } catch (...) {
+    }
+    send_error(res, ApiError(500, msg, "", "", "server_error"));
+  });
+  http.Get("/health", [p](const httplib::Request&, httplib::Response& res) {
+    const engine::EngineStats s = p->engine->stats();
+    const nlohmann::json j = {{"status", p->stopping ? "stopping" : "ok"},
+                              {"model", p->opts.model_name},
+                              {"model_version", s.model_version},
+                              {"running", s.running},
+                              {"waiting", s.waiting},
+                              {"steps", s.steps},
+                              {"finished", s.finished},
+                              {"prompt_tokens", s.prompt_tokens},
+                              {"generated_tokens", s.generated_tokens},
+                              {"kv_pages_total", s.kv_pages_total},
+                              {"kv_pages_free", s.kv_pages_free},
+                              {"http_requests", p->n_requests.load()},
+                              {"http_errors", p->n_errors.load()},
+                              {"streams_cancelled", p->n_cancelled.load()}};
+    send_json(res, p->stopping ? 503 : 200, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  });
+  auto model_json = [p]() {
+    return nlohmann::json{{"id", p->opts.model_name},
+                          {"object", "model"},
+                          {"created", p->created},
+                          {"owned_by", "trinity"},
+                          {"max_model_len", p->engine->max_model_len()},
+                          {"model_version", p->engine->model_version()}};
+  };
+  http.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
+    const nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model_json()})}};
+    send_json(res, 200, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  });
+  http.Get(R"(/v1/models/(.+))", [p, model_json](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id != p->opts.model_name) {
+      send_error(res, ApiError(404, strcat("The model '", id, "' does not exist"), "model", "model_not_found"));
+      return;
+    }
+    send_json(res, 200, model_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  });
+  http.Post("/v1/chat/completions", guarded(&Impl::handle_chat));
+  http.Post("/v1/completions", guarded(&Impl::handle_completions));
+}
+
+Server::~Server() { stop(); }
+
+int Server::bind() {
+  auto& im = *impl_;
+  int port = im.opts.port;
+  if (port == 0) {
+    port = im.http.bind_to_any_port(im.opts.host);
+    if (port < 0) throw IoError("serve", strcat("cannot bind ", im.opts.host, " (any port)"));
+  } else if (!im.http.bind_to_port(im.opts.host, port)) {
+    throw IoError("serve", strcat("cannot bind ", im.opts.host, ":", port, " (in use, or not a local address?)"));
+  }
+  return port;
+}
+
+void Server::run() {
+  if (!impl_->stopping) impl_->http.listen_after_bind();
+}
+
+void Server::stop() {
+  auto& im = *impl_;
+  im.stopping = true;
+  {
+    std::lock_guard<std::mutex> l(im.inflight_mu);
+    for (auto& [k, h] : im.inflight) h.cancel();
+  }
+  im.http.stop();
+}
+
+}  // namespace trinity::server

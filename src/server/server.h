@@ -1,0 +1,51 @@
+// OpenAI-compatible HTTP server over one generation Engine (`trinity serve`). Every request, from
+// any number of concurrent connections, is submitted to the same Engine, so concurrent clients are
+// batched together by its scheduler. Endpoints: GET /health, GET /v1/models, POST /v1/completions,
+// POST /v1/chat/completions (see docs/serving.md). A client that disconnects mid-stream cancels its
+// request; stop() cancels everything in flight and makes run() return. The HTTP library
+// (cpp-httplib) is confined to server.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "tokenizer/chat.h"
+
+namespace trinity::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                       // 0: any free port (see Server::bind)
+  std::string api_key;                   // empty: no authentication
+  std::string model_name = "trinity";    // the id in /v1/models and responses
+  size_t max_body_bytes = size_t{8} << 20;  // larger request bodies get 413
+  int threads = 64;                      // HTTP worker threads (concurrent connections)
+};
+
+class Server {
+ public:
+  // `stop_ids`: token ids that end a generation besides the model's EOS (the tokenizer's eos_token).
+  Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
+         std::shared_ptr<const tok::ChatFormatter> chat, std::vector<int32_t> stop_ids, ServerOptions opts);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds the listening socket; returns the port (the chosen one when opts.port is 0).
+  // Throws IoError when the address cannot be bound.
+  int bind();
+  // Serves until stop(); call after bind().
+  void run();
+  // Thread-safe: cancels in-flight requests and stops the listener.
+  void stop();
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace trinity::server
