@@ -101,6 +101,7 @@ TEST(BufferMultiProcess, TwoWritersTwoReadersExactlyOnce) {
       for (const auto& e : r.batch) out << e.eid.uid() << "\n";
       out.flush();
       s->ack(r.lease);
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));  // "train": lets the other reader in
     }
   });
   std::vector<std::string> mine;
@@ -116,6 +117,7 @@ TEST(BufferMultiProcess, TwoWritersTwoReadersExactlyOnce) {
         ASSERT_EQ(e.tokens.size(), 64u);
       }
       s->ack(r.lease);
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
     }
   }
   EXPECT_EQ(wait_exit(w1), 0);
