@@ -63,6 +63,7 @@ class Tokenizer {
 // Incremental decoder for streaming: push ids one at a time; each call returns only text that ends
 // at a complete UTF-8 boundary, holding back a partial multi-byte character until it completes.
 // The concatenation of all push() results and finish() equals decode(ids) without clean-up.
+// `tok` must outlive the decoder.
 class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& tok, bool skip_special_tokens = false)
