@@ -12,7 +12,7 @@ namespace trinity::server {
 
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 namespace jinja = tok::jinja;
 
 constexpr int kMaxDepth = 64;
