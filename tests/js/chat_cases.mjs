@@ -1,6 +1,7 @@
 // Chat conversations for the chat-template golden test and `trinity tokenize` tests: system
 // prompts, multi-turn, tools and tool calls (object and string arguments, parallel calls, tool
-// responses), reasoning content (field and inline <think>), unicode and special characters.
+// responses), reasoning content (field and inline <think>), unicode and special characters, and
+// extra template variables (`extra`: Llama 3.1's date_string).
 // Content edges avoid leading/trailing spaces next to stripped newlines: @huggingface/jinja's
 // str.strip/lstrip/rstrip ignore their `chars` argument, unlike Python (trinity follows Python).
 
@@ -125,6 +126,19 @@ export const CASES = [
     messages: [
       { role: "user", content: "Print the literal <|im_end|> and <|eot_id|> please." },
       { role: "assistant", content: "Here: <|im_end|> <|eot_id|>" },
+    ],
+  },
+  {
+    // builtin_tools would exercise Llama 3.1's <|python_tag|> path, but @huggingface/jinja 0.5.11 has
+    // no `reject` filter on arrays (trinity has; see jinja_test), so only date_string is varied.
+    name: "extra_vars_ipython",
+    extra: { date_string: "01 Jan 2025" },
+    messages: [
+      { role: "system", content: "  Search when unsure.  " },
+      { role: "user", content: "Who won the 2022 World Cup?" },
+      { role: "assistant", content: "", tool_calls: [{ function: { name: "brave_search", arguments: { query: "2022 World Cup winner" } } }] },
+      { role: "ipython", content: "Argentina" },
+      { role: "assistant", content: "Argentina won." },
     ],
   },
   {

@@ -50,9 +50,11 @@ for (const t of TEMPLATES) {
         additional_special_tokens: cfg.additional_special_tokens ?? [],
       };
       if (thinking !== undefined) ctx.enable_thinking = thinking;
+      Object.assign(ctx, c.extra ?? {});
       const row = { template: t.name, template_file: t.file ?? null, tokenizer: t.tokenizer, case: c.name,
                     messages: c.messages, tools: c.tools ? TOOLS[c.tools] : null, add_generation_prompt: agp };
       if (thinking !== undefined) row.enable_thinking = thinking;
+      if (c.extra) row.extra = c.extra;
       try {
         row.rendered = tmpl.render(ctx);
         row.ids = row.rendered.length ? tok.encode(row.rendered, { add_special_tokens: false }).ids : [];
