@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "tokenizer/jinja.h"
 
 namespace trinity::tok::jinja {
@@ -140,6 +141,26 @@ TEST(Jinja, RuntimeErrorsNameLineAndConstruct) {
   EXPECT_NE(error_of<ValueError>("{{ 1 // 0 }}").find("by zero"), std::string::npos);
   EXPECT_NE(error_of<ValueError>("{% for a, b in [1] %}{% endfor %}").find("cannot unpack"), std::string::npos);
   EXPECT_NE(error_of<ValueError>("{% set x = 1 %}{% set x.y = 2 %}").find("only namespace() objects"), std::string::npos);
+}
+
+// Llama 3.1's builtin-tool path (reject filter, `| items` unpacking, <|python_tag|>, <|eom_id|>):
+// @huggingface/jinja lacks `reject` on lists, so this is checked against the transformers output
+// format by hand rather than in the golden test.
+TEST(Jinja, Llama31BuiltinTools) {
+  const Template t(file::read_all(std::string(TRINITY_SOURCE_DIR) + "/tests/tokenizer/templates/llama3.1.jinja"), "llama3.1");
+  const std::string out = t.render(Value::from_json(R"({
+      "bos_token": "<|begin_of_text|>", "add_generation_prompt": true, "date_string": "01 Jan 2025",
+      "builtin_tools": ["brave_search", "code_interpreter"],
+      "messages": [{"role": "user", "content": "Who won?"},
+                   {"role": "assistant", "tool_calls": [{"function": {"name": "brave_search", "arguments": {"query": "winner", "n": "3"}}}]},
+                   {"role": "ipython", "content": "Argentina"}]})"));
+  EXPECT_EQ(out,
+            "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+            "Environment: ipython\nTools: brave_search\n\nCutting Knowledge Date: December 2023\nToday Date: 01 Jan 2025\n\n"
+            "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nWho won?<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n<|python_tag|>brave_search.call(query=\"winner\", n=\"3\")<|eom_id|>"
+            "<|start_header_id|>ipython<|end_header_id|>\n\n\"Argentina\"<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
 TEST(Jinja, ValueJsonRoundTripKeepsKeyOrder) {
