@@ -519,6 +519,8 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     std::string msg;
     if (res.status == 404) msg = strcat("no route for ", req.method, " ", req.path);
+    else if (res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
+      msg = "form-encoded request bodies are limited to 8192 bytes; send Content-Type: application/json";
     else if (res.status == 413) msg = strcat("request body is larger than the limit of ", p->opts.max_body_bytes, " bytes");
     else if (res.status == 400) msg = "malformed HTTP request";
     else msg = strcat("HTTP error ", res.status);
