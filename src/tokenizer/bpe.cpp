@@ -14,7 +14,7 @@ constexpr size_t kMaxCachedWordBytes = 256;
 constexpr size_t kMaxCacheEntries = 1 << 18;
 }  // namespace
 
-BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
+BpeModel::BpeModel(ByteVocab vocab,
                    const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
                    int32_t unk_id)
     : vocab_(std::move(vocab)), ignore_merges_(ignore_merges), unk_id_(unk_id) {
@@ -46,7 +46,7 @@ BpeModel::BpeModel(std::unordered_map<std::string, int32_t> vocab,
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
   if (ignore_merges_) {
-    auto it = vocab_.find(std::string(word));
+    auto it = vocab_.find(word);
     if (it != vocab_.end()) {
       out.push_back(it->second);
       return;
@@ -59,11 +59,9 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
     return;
   }
   const bool cacheable = word.size() < kMaxCachedWordBytes;
-  std::string k;
   if (cacheable) {
-    k.assign(word);
     std::lock_guard<std::mutex> lock(cache_mu_);
-    auto it = cache_.find(k);
+    auto it = cache_.find(word);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -75,7 +73,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
     std::vector<int32_t> v(out.begin() + static_cast<long>(start), out.end());
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (cache_.size() >= kMaxCacheEntries) cache_.clear();
-    cache_.emplace(std::move(k), std::move(v));
+    cache_.emplace(std::string(word), std::move(v));
   }
 }
 

@@ -14,6 +14,13 @@
 
 namespace trinity::tok {
 
+// Hash for string-keyed maps that can be probed with a string_view (no key copy per lookup).
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using ByteVocab = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
 struct BpeMerge {
   int32_t rank;
   int32_t new_id;
@@ -23,13 +30,13 @@ class BpeModel {
  public:
   // `vocab`: raw-byte token -> id. `merges`: (left, right) raw-byte tokens in rank order.
   // Throws ConfigError naming a merge whose parts or result are missing from the vocab.
-  BpeModel(std::unordered_map<std::string, int32_t> vocab,
+  BpeModel(ByteVocab vocab,
            const std::vector<std::pair<std::string, std::string>>& merges, bool ignore_merges,
            int32_t unk_id);
 
   // Appends the ids of one pre-tokenized piece (raw bytes).
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
-  const std::unordered_map<std::string, int32_t>& vocab() const { return vocab_; }
+  const ByteVocab& vocab() const { return vocab_; }
 
  private:
   void merge_word(std::string_view word, std::vector<int32_t>& out) const;
@@ -37,7 +44,7 @@ class BpeModel {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
 
-  std::unordered_map<std::string, int32_t> vocab_;
+  ByteVocab vocab_;
   // Open-addressing (key -> merge) table, power-of-two sized; kEmpty marks a free slot.
   static constexpr uint64_t kEmpty = ~uint64_t{0};
   const BpeMerge* find_merge(int32_t a, int32_t b) const {
@@ -55,7 +62,7 @@ class BpeModel {
   bool ignore_merges_;
   int32_t unk_id_;
   mutable std::mutex cache_mu_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
+  mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
 };
 
 }  // namespace trinity::tok

@@ -193,7 +193,7 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
     // Vocab.
     const json& vj = require(m, "vocab", origin + " model");
     if (!vj.is_object()) throw ConfigError("tokenizer", strcat(origin, ": model.vocab: expected an object {token: id}"));
-    std::unordered_map<std::string, int32_t> vocab;
+    ByteVocab vocab;
     vocab.reserve(vj.size() * 2);
     int32_t max_id = -1;
     std::vector<std::pair<int32_t, std::string>> id_tok;
