@@ -541,6 +541,11 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
   });
   http.Get("/health", [p](const httplib::Request&, httplib::Response& res) {
     const engine::EngineStats s = p->engine->stats();
+    size_t inflight = 0;
+    {
+      std::lock_guard<std::mutex> l(p->inflight_mu);
+      inflight = p->inflight.size();
+    }
     const nlohmann::json j = {{"status", p->stopping ? "stopping" : "ok"},
                               {"model", p->opts.model_name},
                               {"model_version", s.model_version},
@@ -552,6 +557,7 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
                               {"generated_tokens", s.generated_tokens},
                               {"kv_pages_total", s.kv_pages_total},
                               {"kv_pages_free", s.kv_pages_free},
+                              {"inflight_requests", inflight},
                               {"http_requests", p->n_requests.load()},
                               {"http_errors", p->n_errors.load()},
                               {"streams_cancelled", p->n_cancelled.load()}};

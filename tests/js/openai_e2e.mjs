@@ -395,6 +395,11 @@ await check("client_disconnect_cancels_its_request", async () => {
     await new Promise((r) => setTimeout(r, 100));
   }
   eq(h.finished, before.finished + 1, "the engine finished (cancelled) the request after the disconnect");
+  for (let i = 0; i < 50 && h.inflight_requests !== 0; ++i) {
+    await new Promise((r) => setTimeout(r, 100));
+    h = await health();
+  }
+  eq(h.inflight_requests, 0, "no request left in flight");
   const gen = h.generated_tokens - before.generated_tokens;
   assert(gen < 900, `the cancelled request stopped early (${gen} tokens)`);
   assert(h.streams_cancelled > before.streams_cancelled, "server counted the cancelled stream");
