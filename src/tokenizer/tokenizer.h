@@ -2,8 +2,8 @@
 // exact to HF tokenizers' ids. Pipeline: added tokens are cut out of the raw text first (never
 // split), the rest is normalized, pre-tokenized and BPE-encoded; decode maps ids back to bytes and
 // releases valid UTF-8 (invalid bytes become U+FFFD). Unsupported component types throw
-// UnsupportedError naming the type. A Tokenizer is immutable after load and safe to share between
-// threads; copies share the loaded state.
+// UnsupportedError naming the type. Encode/decode are const and thread-safe (the word cache is
+// locked); copies share the loaded state.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +47,8 @@ class Tokenizer {
   int32_t vocab_size() const;  // 1 + largest id
   const std::vector<AddedToken>& added_tokens() const;
 
+  // Configuration setters: they change the shared state of every copy, so call them right after
+  // load(), before the tokenizer is shared between threads.
   bool clean_up_tokenization_spaces() const;
   void set_clean_up_tokenization_spaces(bool on);
   // Adds config-declared special token strings (tokenizer_config additional_special_tokens) to the

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/error.h"
 #include "tokenizer/chat.h"
@@ -162,6 +163,24 @@ TEST(Tokenizer, UnknownComponentTypesAreNamed) {
   j = tiny();
   j["model"]["byte_fallback"] = true;
   EXPECT_NE(error_of<UnsupportedError>(j.dump()).find("byte_fallback"), std::string::npos);
+}
+
+TEST(Tokenizer, ConcurrentEncodeSharesTheCacheSafely) {
+  const Tokenizer t = load(tiny());
+  std::vector<std::string> texts;
+  for (int i = 0; i < 200; ++i) texts.push_back("hello world " + std::to_string(i * 7919) + " he" + std::string(static_cast<size_t>(i % 300), 'l') + "o");
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& s : texts) want.push_back(t.encode(s));
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      const Tokenizer copy = t;  // copies share the loaded state and the cache
+      for (int rep = 0; rep < 20; ++rep)
+        for (size_t i = 0; i < texts.size(); ++i) bad[static_cast<size_t>(k)] += copy.encode(texts[i]) != want[i];
+    });
+  for (auto& th : threads) th.join();
+  for (int b : bad) EXPECT_EQ(b, 0);
 }
 
 TEST(TokenizerConfig, TokensAndTemplates) {
