@@ -176,7 +176,10 @@ struct Server::Impl {
         throw ApiError(500, r.error, "", "", "server_error");
       }
     }
-    if (stopping) throw ApiError(503, "the server is shutting down", "", "", "server_error");
+    for (const auto& r : out)
+      for (const auto& c : r.completions)
+        if (c.finish_reason == "cancelled" && stopping)
+          throw ApiError(503, "the server is shutting down", "", "", "server_error");
     return out;
   }
 
