@@ -119,7 +119,7 @@ int cmd_serve(const Argv& argv) {
   const int64_t body_mb = a.i64("max-request-mb", 8);
   if (body_mb < 1) throw ConfigError("cli", strcat("serve: --max-request-mb must be >= 1, got ", body_mb));
   so.max_body_bytes = static_cast<size_t>(body_mb) << 20;
-  so.threads = static_cast<int>(a.i64("http-threads", 64));
+  so.threads = static_cast<int>(a.i64("http-threads", 256));
   if (so.threads < 4) throw ConfigError("cli", strcat("serve: --http-threads must be >= 4, got ", so.threads));
   engine::EngineOptions eo;
   const int64_t kv_mb = a.i64("kv-cache-mb", 1024);

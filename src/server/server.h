@@ -22,7 +22,7 @@ struct ServerOptions {
   std::string api_key;                   // empty: no authentication
   std::string model_name = "trinity";    // the id in /v1/models and responses
   size_t max_body_bytes = size_t{8} << 20;  // larger request bodies get 413
-  int threads = 64;                      // HTTP worker threads (concurrent connections)
+  int threads = 256;                     // HTTP worker threads (concurrent connections; = engine max_running)
 };
 
 class Server {
