@@ -264,8 +264,11 @@ void Transformer::save(const std::string& dir, const SaveOptions& opts) const {
 }
 
 size_t Transformer::activation_bytes() const {
-  return (impl_->arena.size() + impl_->scratch.size() + impl_->hm.size()) * sizeof(float);
+  return (impl_->arena.size() + impl_->scratch.size() + impl_->hm.size() +
+          impl_->kept_logits.size()) * sizeof(float);
 }
+
+void Transformer::set_logits_cache_bytes(int64_t bytes) { impl_->logits_cache_bytes = bytes; }
 
 
 // Sizes the arena for the batch and makes the RoPE tables cover its positions.
@@ -465,9 +468,13 @@ void Transformer::forward(const Batch& batch, std::vector<float>& logprob,
   entropy.assign(static_cast<size_t>(m), 0.0f);
   im.lse_head.assign(static_cast<size_t>(m), 0.0f);
   im.inv_temp = inv_temp;
+  im.logits_kept = m * cfg_.vocab_size * 4 <= im.logits_cache_bytes;
+  if (im.logits_kept && static_cast<int64_t>(im.kept_logits.size()) < m * cfg_.vocab_size)
+    im.kept_logits.resize(static_cast<size_t>(m * cfg_.vocab_size));
   if (m > 0)
     lm_head_forward(logprob.data(), entropy.data(), im.lse_head.data(), im.hm.data(), im.whead,
-                    im.head_targets.data(), HeadShape{m, c, cfg_.vocab_size, inv_temp});
+                    im.head_targets.data(), HeadShape{m, c, cfg_.vocab_size, inv_temp},
+                    im.logits_kept ? im.kept_logits.data() : nullptr);
   im.ent_head = entropy;
   im.have_forward = true;
 }
@@ -476,6 +483,7 @@ void Transformer::backward(const std::vector<float>& dlogprob, const std::vector
   auto& im = *impl_;
   TRINITY_ASSERT(im.have_forward && head_ == HeadKind::kLm, "backward() without a forward()");
   ensure_grads();
+  im.have_forward = false;  // one backward per forward (the kept logits are consumed)
   const int64_t m = static_cast<int64_t>(im.head_rows.size()), n = im.batch.rows(),
                 c = cfg_.hidden_size;
   TRINITY_ASSERT(static_cast<int64_t>(dlogprob.size()) == m, "dlogprob has ", dlogprob.size(),
@@ -487,7 +495,9 @@ void Transformer::backward(const std::vector<float>& dlogprob, const std::vector
   if (m > 0)
     lm_head_backward(dhm.data(), im.dwhead, dlogprob.data(), dent.data(), im.hm.data(), im.whead,
                      im.head_targets.data(), im.lse_head.data(), im.ent_head.data(),
-                     HeadShape{m, c, cfg_.vocab_size, im.inv_temp});
+                     HeadShape{m, c, cfg_.vocab_size, im.inv_temp},
+                     im.logits_kept ? im.kept_logits.data() : nullptr);
+  im.logits_kept = false;  // consumed: a second backward would need a new forward
   zero(im.dln, n * c);
   parallel_for(m, [&](int64_t i) {
     std::memcpy(im.dln + im.head_rows[static_cast<size_t>(i)] * c, dhm.data() + i * c,

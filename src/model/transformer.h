@@ -99,6 +99,10 @@ class Transformer {
                      KvCache& cache, const std::vector<int64_t>& logit_rows,
                      std::vector<float>& logits, InferScratch& scratch) const;
 
+  // The LM head keeps the forward's [M, V] logits for the backward (saving one GEMM) when they fit
+  // in this many bytes (default 1 GiB); larger batches recompute them in chunks.
+  void set_logits_cache_bytes(int64_t bytes);
+
   // Bytes of activation memory the last forward held.
   size_t activation_bytes() const;
 

@@ -55,6 +55,9 @@ struct Transformer::Impl {
   std::vector<int64_t> head_rows;  // rows with target >= 0
   std::vector<int32_t> head_targets;
   std::vector<float> hm, lse_head, ent_head;  // [M, C], [M], [M]
+  std::vector<float> kept_logits;             // [M, V] when within logits_cache_bytes
+  bool logits_kept = false;
+  int64_t logits_cache_bytes = int64_t{1} << 30;
   float inv_temp = 1.0f;
   bool have_forward = false;
 

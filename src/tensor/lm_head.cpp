@@ -1,14 +1,17 @@
 // Chunked logprob/entropy head (see lm_head.h). Each chunk: one GEMM for the logits, a parallel
 // pass over rows for lse / logprob / entropy; backward turns the chunk into dlogits in place and
-// runs two GEMMs (dh += G W, dW += G^T h).
+// runs two GEMMs (dh += G W, dW += G^T h). With a `keep` buffer the forward's logits are kept and
+// the backward skips the recompute GEMM.
 #include "tensor/lm_head.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/parallel.h"
 #include "tensor/blas.h"
+#include "tensor/vmath.h"
 
 namespace trinity::tensor {
 
@@ -26,59 +29,111 @@ void logits_chunk(float* buf, const float* h, const float* w, int64_t rows, cons
 
 }  // namespace
 
+namespace {
+
+struct RowStats {
+  double lse, mean_z;  // log-sum-exp and sum_k p_k z_k
+};
+
+// One pass for the max, one for the exp sums (vectorised exp, float lanes flushed into doubles).
+RowStats row_stats(const float* z, int64_t v) {
+  const int64_t nv = v / 16 * 16;
+  float mx = -std::numeric_limits<float>::infinity();
+  if (nv > 0) {
+    v16f m = v16_load(z);
+    for (int64_t k = 16; k < nv; k += 16) {
+      const v16f x = v16_load(z + k);
+      m = x > m ? x : m;
+    }
+    for (int l = 0; l < 16; ++l) mx = std::max(mx, m[l]);
+  }
+  for (int64_t k = nv; k < v; ++k) mx = std::max(mx, z[k]);
+  double s1 = 0.0, s2 = 0.0;
+  v16f a1 = v16f{}, a2 = v16f{};
+  int64_t since = 0;
+  for (int64_t k = 0; k < nv; k += 16) {
+    const v16f x = v16_load(z + k);
+    const v16f e = v16_exp(x - mx);
+    a1 += e;
+    a2 += e * x;
+    if (++since == 32) {
+      for (int l = 0; l < 16; ++l) s1 += a1[l], s2 += a2[l];
+      a1 = a2 = v16f{};
+      since = 0;
+    }
+  }
+  for (int l = 0; l < 16; ++l) s1 += a1[l], s2 += a2[l];
+  for (int64_t k = nv; k < v; ++k) {
+    const double e = std::exp(static_cast<double>(z[k] - mx));
+    s1 += e;
+    s2 += e * static_cast<double>(z[k]);
+  }
+  return {static_cast<double>(mx) + std::log(s1), s2 / s1};
+}
+
+// z <- d loss / d z for one row: -glp * p - gent * p * (log p + H), plus glp at the target.
+void row_grad(float* z, int64_t v, float lse, float h, float glp, float gent, int32_t target) {
+  const int64_t nv = v / 16 * 16;
+  const float zt = z[target];
+  for (int64_t k = 0; k < nv; k += 16) {
+    const v16f logp = v16_load(z + k) - lse;
+    const v16f p = v16_exp(logp);
+    v16_store(z + k, -glp * p - gent * p * (logp + h));
+  }
+  for (int64_t k = nv; k < v; ++k) {
+    const float logp = z[k] - lse;
+    const float p = std::exp(logp);
+    z[k] = -glp * p - gent * p * (logp + h);
+  }
+  (void)zt;
+  z[target] += glp;
+}
+
+void head_gemms(float* dh, float* dw, const float* g, const float* h, const float* w, int64_t rows,
+                const HeadShape& s) {
+  gemm(false, false, static_cast<int>(rows), static_cast<int>(s.c), static_cast<int>(s.v), 1.0f, g,
+       static_cast<int>(s.v), w, static_cast<int>(s.c), 1.0f, dh, static_cast<int>(s.c));
+  if (dw)
+    gemm(true, false, static_cast<int>(s.v), static_cast<int>(s.c), static_cast<int>(rows), 1.0f, g,
+         static_cast<int>(s.v), h, static_cast<int>(s.c), 1.0f, dw, static_cast<int>(s.c));
+}
+
+}  // namespace
+
 void lm_head_forward(float* logprob, float* entropy, float* lse, const float* h, const float* w,
-                     const int32_t* target, HeadShape s) {
-  const int64_t cr = chunk_rows(s);
-  std::vector<float> buf(static_cast<size_t>(cr * s.v));
+                     const int32_t* target, HeadShape s, float* keep) {
+  const int64_t cr = keep ? s.m : chunk_rows(s);
+  std::vector<float> buf(keep ? 0 : static_cast<size_t>(cr * s.v));
   for (int64_t r0 = 0; r0 < s.m; r0 += cr) {
     const int64_t rows = std::min(cr, s.m - r0);
-    logits_chunk(buf.data(), h + r0 * s.c, w, rows, s);
+    float* z0 = keep ? keep + r0 * s.v : buf.data();
+    logits_chunk(z0, h + r0 * s.c, w, rows, s);
     parallel_for(rows, [&](int64_t i) {
-      const float* z = buf.data() + i * s.v;
-      float mx = z[0];
-      for (int64_t k = 1; k < s.v; ++k) mx = std::max(mx, z[k]);
-      double s1 = 0.0, s2 = 0.0;
-      for (int64_t k = 0; k < s.v; ++k) {
-        const double e = std::exp(static_cast<double>(z[k] - mx));
-        s1 += e;
-        s2 += e * static_cast<double>(z[k]);
-      }
-      const double l = static_cast<double>(mx) + std::log(s1);
+      const float* z = z0 + i * s.v;
+      const RowStats st = row_stats(z, s.v);
       const int64_t r = r0 + i;
-      lse[r] = static_cast<float>(l);
-      logprob[r] = static_cast<float>(static_cast<double>(z[target[r]]) - l);
-      entropy[r] = static_cast<float>(l - s2 / s1);
+      lse[r] = static_cast<float>(st.lse);
+      logprob[r] = static_cast<float>(static_cast<double>(z[target[r]]) - st.lse);
+      entropy[r] = static_cast<float>(st.lse - st.mean_z);
     });
   }
 }
 
 void lm_head_backward(float* dh, float* dw, const float* dlogprob, const float* dentropy,
                       const float* h, const float* w, const int32_t* target, const float* lse,
-                      const float* entropy, HeadShape s) {
-  const int64_t cr = chunk_rows(s);
-  std::vector<float> buf(static_cast<size_t>(cr * s.v));
+                      const float* entropy, HeadShape s, float* kept) {
+  const int64_t cr = kept ? s.m : chunk_rows(s);
+  std::vector<float> buf(kept ? 0 : static_cast<size_t>(cr * s.v));
   for (int64_t r0 = 0; r0 < s.m; r0 += cr) {
     const int64_t rows = std::min(cr, s.m - r0);
-    logits_chunk(buf.data(), h + r0 * s.c, w, rows, s);
+    float* z0 = kept ? kept + r0 * s.v : buf.data();
+    if (!kept) logits_chunk(z0, h + r0 * s.c, w, rows, s);
     parallel_for(rows, [&](int64_t i) {
-      float* z = buf.data() + i * s.v;
       const int64_t r = r0 + i;
-      const float l = lse[r], hh = entropy[r];
-      const float glp = dlogprob[r] * s.inv_temp, gent = dentropy[r] * s.inv_temp;
-      for (int64_t k = 0; k < s.v; ++k) {
-        const float logp = z[k] - l;
-        const float p = std::exp(logp);
-        z[k] = -glp * p - gent * p * (logp + hh);
-      }
-      z[target[r]] += glp;
+      row_grad(z0 + i * s.v, s.v, lse[r], entropy[r], dlogprob[r] * s.inv_temp,
+               dentropy[r] * s.inv_temp, target[r]);
     });
-    gemm(false, false, static_cast<int>(rows), static_cast<int>(s.c), static_cast<int>(s.v), 1.0f,
-         buf.data(), static_cast<int>(s.v), w, static_cast<int>(s.c), 1.0f, dh + r0 * s.c,
-         static_cast<int>(s.c));
-    if (dw)
-      gemm(true, false, static_cast<int>(s.v), static_cast<int>(s.c), static_cast<int>(rows), 1.0f,
-           buf.data(), static_cast<int>(s.v), h + r0 * s.c, static_cast<int>(s.c), 1.0f, dw,
-           static_cast<int>(s.c));
+    head_gemms(dh + r0 * s.c, dw, z0, h + r0 * s.c, w, rows, s);
   }
 }
 

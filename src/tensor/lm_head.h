@@ -17,16 +17,19 @@ struct HeadShape {
   float inv_temp = 1.0f;
 };
 
-// target[r] in [0, V). Saves lse[r] for the backward.
+// target[r] in [0, V). Saves lse[r] for the backward. With `keep` ([M, V], optional) the logits
+// are kept there for lm_head_backward, which then skips recomputing them (one GEMM less).
 void lm_head_forward(float* logprob /*[M]*/, float* entropy /*[M]*/, float* lse /*[M]*/,
                      const float* h /*[M,C]*/, const float* w /*[V,C]*/,
-                     const int32_t* target /*[M]*/, HeadShape s);
+                     const int32_t* target /*[M]*/, HeadShape s, float* keep = nullptr);
 
 // Accumulates dh (+=) and dw (+=) from d(loss)/d(logprob) and d(loss)/d(entropy) per row.
 // dw may be null (frozen head).
+// `kept`: the forward's `keep` buffer (overwritten with d loss / d logits), or null to recompute.
 void lm_head_backward(float* dh /*[M,C]*/, float* dw /*[V,C]*/, const float* dlogprob /*[M]*/,
                       const float* dentropy /*[M]*/, const float* h, const float* w,
-                      const int32_t* target, const float* lse, const float* entropy, HeadShape s);
+                      const int32_t* target, const float* lse, const float* entropy, HeadShape s,
+                      float* kept = nullptr);
 
 // Reference: full logits in double.
 void lm_head_forward_ref(float* logprob, float* entropy, const float* h, const float* w,

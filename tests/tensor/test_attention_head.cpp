@@ -102,3 +102,22 @@ TEST(LmHead, BackwardMatchesFiniteDifferences) {
   expect_fd(h, dh, loss, "head dh", 1e-2, 2e-2, 100);
   expect_fd(w, dw, loss, "head dw", 1e-2, 2e-2, 100);
 }
+
+TEST(LmHead, KeptLogitsModeEqualsRecompute) {
+  HeadShape s{9, 8, 53, 1.0f / 0.9f};  // V not a multiple of 16: exercises the scalar tails
+  auto h = randn(static_cast<size_t>(s.m * s.c), 71), w = randn(static_cast<size_t>(s.v * s.c), 72);
+  std::vector<int32_t> t = {0, 52, 5, 17, 3, 7, 1, 50, 16};
+  auto dlp = randn(static_cast<size_t>(s.m), 73), dent = randn(static_cast<size_t>(s.m), 74);
+  std::vector<float> lp1(9), e1(9), l1(9), lp2(9), e2(9), l2(9), keep(static_cast<size_t>(s.m * s.v));
+  lm_head_forward(lp1.data(), e1.data(), l1.data(), h.data(), w.data(), t.data(), s);
+  lm_head_forward(lp2.data(), e2.data(), l2.data(), h.data(), w.data(), t.data(), s, keep.data());
+  EXPECT_EQ(lp1, lp2);
+  EXPECT_EQ(e1, e2);
+  std::vector<float> dh1(h.size(), 0.0f), dw1(w.size(), 0.0f), dh2(h.size(), 0.0f), dw2(w.size(), 0.0f);
+  lm_head_backward(dh1.data(), dw1.data(), dlp.data(), dent.data(), h.data(), w.data(), t.data(),
+                   l1.data(), e1.data(), s);
+  lm_head_backward(dh2.data(), dw2.data(), dlp.data(), dent.data(), h.data(), w.data(), t.data(),
+                   l2.data(), e2.data(), s, keep.data());
+  expect_close(dh1, dh2, 1e-5, "dh kept vs recomputed");
+  expect_close(dw1, dw2, 1e-5, "dw kept vs recomputed");
+}
