@@ -1,4 +1,5 @@
-// Golden test: trinity's tokenizer vs @huggingface/tokenizers on the real Qwen3 and Llama 3 files,
+// Golden test: trinity's tokenizer vs @huggingface/tokenizers on the real Qwen3 and Llama 3 files
+// (and a GPT-2 / SmolLM style ByteLevel(use_regex, add_prefix_space) variant of Qwen3),
 // over the deterministic corpus of tests/js/corpus.mjs: exact ids, exact decoded text, decoding of
 // random id sequences (partial UTF-8 -> U+FFFD), and streaming decode == decode.
 #include <gtest/gtest.h>
@@ -18,15 +19,24 @@ TEST_P(GoldenTokenizer, MatchesHuggingFaceJs) {
   static std::string out;
   if (out.empty()) out = testing::run_oracle("tokenizer_oracle.mjs", "tokenizer");
   const std::string name = GetParam();
-  const Tokenizer tok = Tokenizer::load(model_dir(name));
+  const Tokenizer tok = Tokenizer::load(name.find('_') == std::string::npos ? model_dir(name) : out + "/variants/" + name);
   const auto rows = testing::read_jsonl(out + "/" + name + ".jsonl");
   ASSERT_GT(rows.size(), 700u) << "oracle produced too few cases";
-  int n_text = 0, n_decode = 0, failures = 0;
+  int n_text = 0, n_decode = 0, failures = 0, n_skipped_js_regex = 0;
   for (size_t i = 0; i < rows.size() && failures < 20; ++i) {
     const auto& r = rows[i];
     const std::string expect_decoded = r["decoded"].get<std::string>();
     if (r.contains("text")) {
       const std::string text = r["text"].get<std::string>();
+      // The JS ByteLevel pre-tokenizer runs GPT-2's regex as a native JS RegExp, whose \s includes
+      // U+FEFF and excludes U+0085; Oniguruma (HF Rust tokenizers, and trinity) does the opposite.
+      // The Split-based Qwen3/Llama 3 pipelines go through the oracle's Oniguruma emulation and are
+      // compared on every string.
+      if (name == "qwen3_gpt2style" &&
+          (text.find("\xC2\x85") != std::string::npos || text.find("\xEF\xBB\xBF") != std::string::npos)) {
+        ++n_skipped_js_regex;
+        continue;
+      }
       const auto want = r["ids"].get<std::vector<int32_t>>();
       const auto got = tok.encode(text);
       if (got != want) {
@@ -55,11 +65,12 @@ TEST_P(GoldenTokenizer, MatchesHuggingFaceJs) {
     EXPECT_EQ(cleanup ? clean_up_tokenization(streamed) : streamed, expect_decoded) << name << " row " << i << " (stream)";
   }
   EXPECT_EQ(failures, 0);
+  EXPECT_LE(n_skipped_js_regex, 30);
   EXPECT_GT(n_text, 600);
   EXPECT_GT(n_decode, 100);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, GoldenTokenizer, ::testing::Values("qwen3", "llama3"));
+INSTANTIATE_TEST_SUITE_P(Models, GoldenTokenizer, ::testing::Values("qwen3", "llama3", "qwen3_gpt2style"));
 
 }  // namespace
 }  // namespace trinity::tok
