@@ -54,6 +54,7 @@ class Request {
   model::SeqKv prompt_kv;
   std::vector<Sample> samples;
   bool prefilled = false;
+  bool in_running = false;
   int64_t committed = 0;
 };
 
@@ -193,6 +194,7 @@ void emit(Request& r, Sample& s, int32_t token, float logprob, bool finished) {
   e.index = s.index;
   e.token = token;
   e.logprob = logprob;
+  if (token >= 0 && r.p.top_logprobs > 0 && !s.out.top_logprobs.empty()) e.top = s.out.top_logprobs.back();
   // Hold back a tail that could still become a stop string.
   size_t max_stop = 0;
   for (const auto& st : r.p.stop) max_stop = std::max(max_stop, st.size());
@@ -249,6 +251,8 @@ void Engine::loop() {
     {  // stats first, so a caller woken by this request sees them
       std::lock_guard<std::mutex> l(im.mu);
       ++im.st.finished;
+      if (r->in_running) --im.st.running;
+      r->in_running = false;
       im.st.kv_pages_total = im.cache->num_pages();
       im.st.kv_pages_free = im.cache->free_pages();
     }
@@ -275,7 +279,9 @@ void Engine::loop() {
     if (s.dec) {
       // A token that ends the generation (EOS / stop id) is not part of the text.
       const size_t before = s.text.size();
-      if (reason != "stop") s.text += s.dec->push(c.token);
+      // Ids the model has but the tokenizer lacks (vocabulary padding) decode to no text.
+      if (reason != "stop" && c.token < im.tok->vocab_size() && !im.tok->id_to_token(c.token).empty())
+        s.text += s.dec->push(c.token);
       size_t cut = std::string::npos;
       if (reason != "stop" && !r.p.stop.empty() && n_gen >= r.p.min_tokens) {
         // A stop string wins over "length" when the last token completes it.
@@ -422,6 +428,7 @@ void Engine::loop() {
     }
     for (auto& sg : segs) sg.kv->len += sg.row_end - sg.row_begin;
     int64_t generated = 0;
+    try {
     for (size_t i = 0; i < targets.size(); ++i) {
       Request& r = *targets[i].r;
       float* row = im.logits.data() + static_cast<int64_t>(i) * v;
@@ -463,7 +470,20 @@ void Engine::loop() {
         draw(r.samples[static_cast<size_t>(targets[i].sample)]);
       }
     }
-    for (auto& r : admitted) im.running.push_back(r);
+    } catch (const std::exception& e) {
+      // A failure while sampling or decoding must not kill the scheduler: fail this step's requests.
+      log::error("engine: sampling failed: ", e.what());
+      for (auto& r : admitted) finish_request(r, "error", e.what());
+      admitted.clear();
+      for (auto& r : im.running) finish_request(r, "error", e.what());
+      im.running.clear();
+    }
+    for (auto& r : admitted) {
+      r->in_running = true;
+      im.running.push_back(r);
+      std::lock_guard<std::mutex> l(im.mu);
+      ++im.st.running;
+    }
     for (auto it = im.running.begin(); it != im.running.end();) {
       auto& r = *it;
       const bool all_done = std::all_of(r->samples.begin(), r->samples.end(), [](const Sample& s) { return s.done; });
@@ -478,7 +498,6 @@ void Engine::loop() {
     ++im.st.steps;
     im.st.prompt_tokens += prefill_tokens;
     im.st.generated_tokens += generated;
-    im.st.running = static_cast<int64_t>(im.running.size());
     im.st.kv_pages_total = im.cache->num_pages();
     im.st.kv_pages_free = im.cache->free_pages();
   }

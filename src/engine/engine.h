@@ -47,6 +47,7 @@ struct StreamEvent {
   int64_t index = 0;            // which of the n samples
   int32_t token = -1;           // -1 for a final event without a new token
   float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;  // top alternatives (when top_logprobs > 0)
   std::string text_delta;       // UTF-8 safe increment
   bool finished = false;
   std::string finish_reason;

@@ -268,3 +268,18 @@ TEST(Engine, TextStreamingAndStopStringsWithRealTokenizer) {
   EXPECT_EQ(streamed, cut.text) << "the stop string is never streamed";
   EXPECT_LE(cut.token_ids.size(), full.token_ids.size());
 }
+
+TEST(Engine, StatsTrackRunningAndIdsWithoutText) {
+  auto m = make_model(12);
+  Engine e(m, 0, nullptr, small_opts(64 << 20));
+  SamplingParams p;
+  p.max_tokens = 300;
+  p.ignore_eos = true;
+  std::atomic<int> events{0};
+  auto h = e.submit({1, 2}, p, [&](const StreamEvent&) { ++events; });
+  while (events < 2) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(e.stats().running, 1);
+  h.cancel();
+  h.wait();
+  EXPECT_EQ(e.stats().running, 0) << "a cancelled request leaves the running count";
+}
