@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/release/bench/generate/bench_generate}
 [ -x "$BIN" ] || { echo "build first: make build" >&2; exit 1; }
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OMP_WAIT_POLICY=PASSIVE
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 TRINITY_THREADS=2
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(tiny small qwen05)
@@ -16,7 +16,7 @@ for s in "${shapes[@]}"; do
     new=128
     [ "$s" = qwen05 ] && [ "$b" = 1 ] && new=32
     ours=$("$BIN" "$s" "$b" "$new")
-    base=$(/usr/bin/python3 bench/generate/torch_generate.py "$s" "$b" "$new")
+    base=$(OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/generate/torch_generate.py "$s" "$b" "$new")
     /usr/bin/python3 - "$ours" "$base" <<'PY'
 import json, sys
 o, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])

@@ -1,6 +1,5 @@
-// Parallel loops over OpenMP. One pool for all of trinity's own kernels; BLAS has its own threads
-// and the two never run at once (kernels are called one phase at a time). Workers sleep when idle
-// (OMP_WAIT_POLICY=PASSIVE is set before the runtime loads, see tensor/blas.cpp).
+// Parallel loops over OpenMP. One pool for trinity's kernels and (with the OpenMP build of
+// OpenBLAS) for BLAS too. Idle workers follow libgomp's default: spin briefly, then sleep.
 #pragma once
 
 #include <cstdint>

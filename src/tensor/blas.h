@@ -1,7 +1,7 @@
-// Row-major sgemm over OpenBLAS. Before any library loads, an ELF preinit hook sets
-// OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs (Debian's OpenBLAS 0.3.21 otherwise picks slow
-// generic kernels) and OMP_WAIT_POLICY=PASSIVE, re-executing the binary once so the libraries
-// see them; values the user set are kept.
+// Row-major sgemm over OpenBLAS (the OpenMP build when installed: one thread pool with trinity's
+// kernels). Before any library loads, an ELF preinit hook sets OPENBLAS_CORETYPE=SkylakeX on
+// AVX-512 CPUs (Debian's OpenBLAS 0.3.21 otherwise picks slow generic kernels), re-executing the
+// binary once so the library sees it; a value the user set is kept.
 #pragma once
 
 namespace trinity::tensor {
