@@ -144,6 +144,8 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
         std::memcpy(cache.v(layer, page, pos % cache.page_size()), v + i * kvd, sizeof(float) * kvd);
       }
     const int64_t items = static_cast<int64_t>(segs.size()) * nkv;
+    const int64_t item_work = std::max<int64_t>(1, r / std::max<int64_t>(1, static_cast<int64_t>(segs.size()))) *
+                              tmax * hs * group * 2;
     parallel_for_dynamic(items, [&](int64_t it) {
       thread_local std::vector<float> s;
       if (static_cast<int64_t>(s.size()) < tmax * group) s.resize(static_cast<size_t>(tmax * group));
@@ -153,10 +155,10 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
         attend_cached(att + i * nh * hs + kvh * group * hs, hs, s.data(),
                       q + i * nh * hs + kvh * group * hs, hs, group, cache, *sg.kv, layer, kvh, hs,
                       sc.positions[static_cast<size_t>(i)], scale);
-    });
+    }, item_work);
     // x += att Wo^T (+ bo)
     linear_accumulate(x, att, w.wo, r, nh * hs, c);
-    if (w.bo) parallel_for(r, [&](int64_t i) { for (int64_t j = 0; j < c; ++j) x[i * c + j] += w.bo[j]; });
+    if (w.bo) parallel_for(r, [&](int64_t i) { for (int64_t j = 0; j < c; ++j) x[i * c + j] += w.bo[j]; }, c);
     rmsnorm_forward(ln, rstd, x, w.ln2, r, c, eps);
     linear_forward(gate, ln, w.wg, nullptr, r, c, I);
     linear_forward(up, ln, w.wu, nullptr, r, c, I);

@@ -46,7 +46,7 @@ void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, i
     const float r = 1.0f / std::sqrt(ss / static_cast<float>(c) + eps);
     rstd[i] = r;
     for (int64_t j = 0; j < c; ++j) y[j] = w[j] * (x[j] * r);
-  });
+  }, 2 * c);
 }
 
 void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in, const float* w,
@@ -92,7 +92,7 @@ void rope_forward(float* x, const int32_t* pos, const float* cos_t, const float*
         v[j + half] = x2 * cs[j] + x1 * sn[j];
       }
     }
-  });
+  }, 2 * h * hs);
 }
 
 void rope_backward(float* dx, const int32_t* pos, const float* cos_t, const float* sin_t,
@@ -123,7 +123,7 @@ void swiglu_forward(float* out, const float* gate, const float* up, int64_t n_el
       v16_store(out + i, g / (1.0f + v16_exp(-g)) * v16_load(up + i));
     }
     for (; i < e; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-  });
+  }, blk * 8);
 }
 
 void swiglu_backward(float* dgate, float* dup, const float* dout, const float* gate,
@@ -192,7 +192,7 @@ void linear_rows_small(float* y, const float* x, const float* w, const float* b,
           out = accumulate ? out + a : a;
         }
     }
-  });
+  }, 4 * m * ic);
 }
 
 constexpr int64_t kSmallRows = 32;  // below this many rows, linear layers skip sgemm
@@ -236,7 +236,7 @@ void add(float* out, const float* a, const float* b, int64_t n) {
   parallel_for((n + blk - 1) / blk, [&](int64_t k) {
     const int64_t e = std::min(n, (k + 1) * blk);
     for (int64_t i = k * blk; i < e; ++i) out[i] = a[i] + b[i];
-  });
+  }, blk);
 }
 
 }  // namespace trinity::tensor
