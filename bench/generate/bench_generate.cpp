@@ -16,43 +16,20 @@
 #include "core/timer.h"
 #include "engine/engine.h"
 #include "model/transformer.h"
+#include "../bench_shapes.h"
 
 using namespace trinity;
-
-namespace {
-struct Shape {
-  const char* name;
-  int64_t c, layers, nh, nkv, inter, vocab;
-  bool tie;
-};
-const Shape kShapes[] = {
-    {"tiny", 256, 4, 4, 2, 1024, 4096, false},
-    {"small", 512, 8, 8, 2, 2048, 32000, false},
-    {"qwen05", 896, 24, 14, 2, 4864, 151936, true},
-};
-}  // namespace
 
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "tiny";
   const int batch = argc > 2 ? std::atoi(argv[2]) : 1;
   const int prompt_len = 64, new_tokens = argc > 3 ? std::atoi(argv[3]) : 128;
-  const Shape* s = nullptr;
-  for (const auto& k : kShapes)
-    if (which == k.name) s = &k;
+  const bench::Shape* s = bench::find_shape(which.c_str());
   if (!s) {
     std::fprintf(stderr, "usage: bench_generate tiny|small|qwen05 [batch] [new_tokens]\n");
     return 2;
   }
-  model::ModelConfig cfg = model::default_config(model::Arch::kQwen2);
-  cfg.hidden_size = s->c;
-  cfg.num_hidden_layers = s->layers;
-  cfg.num_attention_heads = s->nh;
-  cfg.num_key_value_heads = s->nkv;
-  cfg.head_dim = s->c / s->nh;
-  cfg.intermediate_size = s->inter;
-  cfg.vocab_size = s->vocab;
-  cfg.tie_word_embeddings = s->tie;
-  cfg.max_position_embeddings = 4096;
+  const model::ModelConfig cfg = bench::shape_config(*s);
   auto m = std::make_shared<model::Transformer>(cfg);
   m->init_random(1);
   engine::EngineOptions o;

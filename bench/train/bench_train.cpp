@@ -13,24 +13,13 @@
 #include "core/rng.h"
 #include "core/timer.h"
 #include "model/transformer.h"
+#include "../bench_shapes.h"
 #include "tensor/blas.h"
 #include "trainer/optimizer.h"
 
 using namespace trinity;
 
 namespace {
-
-struct Shape {
-  const char* name;
-  int64_t c, layers, nh, nkv, inter, vocab, b, t;
-  bool tie;
-};
-
-const Shape kShapes[] = {
-    {"tiny", 256, 4, 4, 2, 1024, 4096, 8, 256, false},
-    {"small", 512, 8, 8, 2, 2048, 32000, 8, 256, false},
-    {"qwen05", 896, 24, 14, 2, 4864, 151936, 2, 256, true},
-};
 
 double sgemm_gflops() {
   const int n = 2048;
@@ -48,28 +37,18 @@ double sgemm_gflops() {
 int main(int argc, char** argv) {
   std::string which = argc > 1 ? argv[1] : "tiny";
   const int steps = argc > 2 ? std::atoi(argv[2]) : 5;
-  const Shape* s = nullptr;
-  for (const auto& k : kShapes)
-    if (which == k.name) s = &k;
+  const bench::Shape* s = bench::find_shape(which.c_str());
   if (!s) {
     std::fprintf(stderr, "usage: bench_train tiny|small|qwen05 [steps]\n");
     return 2;
   }
-  model::ModelConfig cfg = model::default_config(model::Arch::kQwen2);
-  cfg.hidden_size = s->c;
-  cfg.num_hidden_layers = s->layers;
-  cfg.num_attention_heads = s->nh;
-  cfg.num_key_value_heads = s->nkv;
-  cfg.head_dim = s->c / s->nh;
-  cfg.intermediate_size = s->inter;
-  cfg.vocab_size = s->vocab;
-  cfg.tie_word_embeddings = s->tie;
+  const model::ModelConfig cfg = bench::shape_config(*s);
   model::Transformer m(cfg);
   m.init_random(1);
   Rng rng(7);
-  std::vector<std::vector<int32_t>> seqs(static_cast<size_t>(s->b));
+  std::vector<std::vector<int32_t>> seqs(static_cast<size_t>(s->batch));
   for (auto& q : seqs)
-    for (int64_t i = 0; i < s->t; ++i) q.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(s->vocab))));
+    for (int64_t i = 0; i < s->seq; ++i) q.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(s->vocab))));
   const auto batch = model::Batch::next_token(seqs);
   trainer::AdamW opt(m.num_params(), trainer::AdamWConfig{1e-5, 0.9, 0.999, 1e-8, 0.01});
   std::vector<float> lp, ent;
@@ -84,7 +63,7 @@ int main(int argc, char** argv) {
   Timer t;
   for (int i = 0; i < steps; ++i) step();
   const double sec = t.seconds() / steps;
-  const double tokens = static_cast<double>(s->b * s->t);
+  const double tokens = static_cast<double>(s->batch * s->seq);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   const double gflops = sgemm_gflops();
