@@ -1,4 +1,5 @@
-// Model commands: init-model (random HF checkpoint), debug logprobs, debug grad, and the engine demo.
+// Model commands: init-model (random HF checkpoint), debug logprobs, debug grad, and the demo
+// (train a small model on a pattern with AdamW, then generate from it with the engine).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,10 +12,13 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "core/timer.h"
+#include "engine/engine.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
 #include "tensor/blas.h"
+#include "trainer/optimizer.h"
 
 namespace trinity::cli {
 
@@ -170,50 +174,57 @@ int cmd_demo(const Argv& argv) {
   cfg.head_dim = cfg.hidden_size / 4;
   cfg.intermediate_size = 4 * cfg.hidden_size;
   cfg.vocab_size = a.i64("vocab", 4096);
+  cfg.max_position_embeddings = 1024;
+  cfg.eos_token_ids = {0};
   cfg.validate();
-  std::printf("trinity demo: BLAS core %s\n", tensor::blas_core_name());
-  model::Transformer m(cfg);
-  m.init_random(42);
+  std::printf("trinity demo: BLAS core %s, %d threads\n", tensor::blas_core_name(), num_threads());
+  auto m = std::make_shared<model::Transformer>(cfg);
+  m->init_random(42);
   std::printf("model: qwen2, hidden %lld, %lld layers, vocab %lld, %.2fM parameters\n",
               static_cast<long long>(cfg.hidden_size), static_cast<long long>(cfg.num_hidden_layers),
-              static_cast<long long>(cfg.vocab_size), static_cast<double>(m.num_params()) / 1e6);
+              static_cast<long long>(cfg.vocab_size), static_cast<double>(m->num_params()) / 1e6);
   // A repeating pattern the model can learn: 1 2 3 ... 16 1 2 3 ...
   std::vector<std::vector<int32_t>> seqs(4);
   for (size_t b = 0; b < seqs.size(); ++b)
     for (int i = 0; i < 128; ++i) seqs[b].push_back(static_cast<int32_t>(1 + (i + static_cast<int>(b)) % 16));
   const auto batch = model::Batch::next_token(seqs);
   std::vector<float> lp, ent;
-  m.forward(batch, lp, ent);
+  m->forward(batch, lp, ent);
   std::printf("first logprobs (random init, ~ -log V = %.3f):", -std::log(static_cast<double>(cfg.vocab_size)));
   for (int i = 0; i < 6; ++i) std::printf(" %.3f", lp[static_cast<size_t>(i)]);
   std::printf("\n");
-  // A few SFT steps on the pattern: mean logprob must rise.
+  // SFT on the pattern with the trainer's AdamW + cosine schedule: mean logprob must rise.
   const int64_t steps = a.i64("steps", 20);
-  std::vector<float> m1(static_cast<size_t>(m.num_params()), 0.0f), v1(m1.size(), 0.0f);
+  trainer::AdamW opt(m->num_params(), trainer::AdamWConfig{1e-3, 0.9, 0.999, 1e-8, 0.01});
+  trainer::LrSchedule sched{"cosine", 2, steps, 0.1};
   Timer t;
   for (int64_t s = 0; s < steps; ++s) {
-    m.zero_grad();
-    m.forward(batch, lp, ent);
+    m->zero_grad();
+    m->forward(batch, lp, ent);
     double mean = 0;
     for (float x : lp) mean += x;
     mean /= static_cast<double>(lp.size());
-    m.backward(std::vector<float>(lp.size(), -1.0f / static_cast<float>(lp.size())), {});
-    // Plain Adam, lr 1e-3 (the trainer layer has the full AdamW + schedules).
-    float* p = m.params();
-    const float* g = m.grads();
-    for (int64_t i = 0; i < m.num_params(); ++i) {
-      m1[static_cast<size_t>(i)] = 0.9f * m1[static_cast<size_t>(i)] + 0.1f * g[i];
-      v1[static_cast<size_t>(i)] = 0.999f * v1[static_cast<size_t>(i)] + 0.001f * g[i] * g[i];
-      const double mh = m1[static_cast<size_t>(i)] / (1 - std::pow(0.9, s + 1));
-      const double vh = v1[static_cast<size_t>(i)] / (1 - std::pow(0.999, s + 1));
-      p[i] -= static_cast<float>(1e-3 * mh / (std::sqrt(vh) + 1e-8));
-    }
+    m->backward(std::vector<float>(lp.size(), -1.0f / static_cast<float>(lp.size())), {});
+    const double norm = trainer::clip_grad_norm(m->grads(), m->num_params(), 1.0);
+    opt.step(m->params(), m->grads(), 1e-3 * sched.factor(s));
     if (s % 5 == 0 || s + 1 == steps)
-      std::printf("step %3lld  mean logprob %.4f  entropy[0] %.3f\n", static_cast<long long>(s), mean, ent[0]);
+      std::printf("step %3lld  mean logprob %.4f  entropy[0] %.3f  grad norm %.3f\n",
+                  static_cast<long long>(s), mean, ent[0], norm);
   }
-  std::printf("%.0f tokens/s (forward+backward+update, %lld tokens/step)\n",
-              static_cast<double>(steps * batch.rows()) / t.seconds(),
-              static_cast<long long>(batch.rows()));
+  std::printf("%.0f tokens/s (forward+backward+AdamW, %lld tokens/step)\n",
+              static_cast<double>(steps * batch.rows()) / t.seconds(), static_cast<long long>(batch.rows()));
+  // Generate with the engine from the trained weights: greedy continuation of the pattern.
+  engine::EngineOptions eo;
+  eo.kv_cache_bytes = 64 << 20;
+  engine::Engine e(m, steps, nullptr, eo);
+  engine::SamplingParams p;
+  p.temperature = 0;
+  p.max_tokens = 12;
+  const std::vector<int32_t> prompt = {5, 6, 7, 8};
+  auto r = e.generate(prompt, p).completions[0];
+  std::printf("engine (weights v%lld), greedy after 5 6 7 8:", static_cast<long long>(r.model_version));
+  for (int32_t id : r.token_ids) std::printf(" %d", id);
+  std::printf("   (%s)\n", r.finish_reason.c_str());
   return 0;
 }
 

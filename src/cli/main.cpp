@@ -23,7 +23,7 @@ const Command kCommands[] = {
     {"buffer stats", trinity::cli::cmd_buffer_stats, "counts by status / model version, reward histogram"},
     {"buffer head", trinity::cli::cmd_buffer_head, "print the first experiences of a buffer"},
     {"buffer export", trinity::cli::cmd_buffer_export, "export a buffer to lossless JSONL"},
-    {"demo", trinity::cli::cmd_demo, "init a small model and print logprobs (engine demo)"},
+    {"demo", trinity::cli::cmd_demo, "train a small model on a pattern, then generate from it"},
     {"init-model", trinity::cli::cmd_init_model, "write a random-init HF checkpoint"},
     {"serve", trinity::cli::cmd_serve, "OpenAI-compatible HTTP server over the generation engine"},
     {"tokenize", trinity::cli::cmd_tokenize, "tokenize JSONL text / chat messages with a HF tokenizer dir"},
