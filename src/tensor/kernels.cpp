@@ -195,7 +195,7 @@ void linear_rows_small(float* y, const float* x, const float* w, const float* b,
   }, 4 * m * ic);
 }
 
-constexpr int64_t kSmallRows = 32;  // below this many rows, linear layers skip sgemm
+constexpr int64_t kSmallRows = 16;  // below this many rows, linear layers skip sgemm
 
 }  // namespace
 

@@ -156,7 +156,7 @@ TEST(Kernels, LinearForwardBackwardWithAndWithoutBias) {
 }
 
 TEST(Kernels, LinearFewRowsPathMatchesReference) {
-  // n <= 32 takes the register-blocked path; odd sizes exercise its row/output/k tails.
+  // n <= 16 takes the register-blocked path (n = 32 checks the sgemm path); odd sizes exercise its row/output/k tails.
   for (int64_t n : {1, 3, 4, 7, 16, 32}) {
     const int64_t ic = 37, oc = 13;
     auto x = randn(static_cast<size_t>(n * ic), 60), w = randn(static_cast<size_t>(oc * ic), 61);
