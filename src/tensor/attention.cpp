@@ -1,7 +1,7 @@
-// Causal GQA attention kernels (see attention.h). Each (sequence, head) is three or five GEMMs on a
-// T x T score matrix in scratch memory (BLAS threads inside each GEMM), with the causal softmax
-// and its backward done row-parallel in between. The upper triangle is computed and discarded:
-// cheaper than a masked kernel at these sizes. Scratch is O(T^2) per call, reused across heads.
+// Causal GQA attention kernels (see attention.h). Each (sequence, head, block of 64 query rows) is
+// two (forward) or five (backward) GEMMs against the keys up to the block's last row, with the
+// causal softmax and its backward done row-parallel in between; only the diagonal block computes
+// scores it then masks. Scratch is O(64 * T), reused across heads.
 #include "tensor/attention.h"
 
 #include <algorithm>
@@ -11,22 +11,20 @@
 
 #include "core/parallel.h"
 #include "tensor/blas.h"
+#include "tensor/vmath.h"
 
 namespace trinity::tensor {
 
 namespace {
 
+// Query rows are processed in blocks of kRowBlock: block [i0, i1) only needs keys [0, i1), so the
+// GEMMs skip the upper triangle (about half the work for long sequences).
+constexpr int64_t kRowBlock = 64;
+
 int64_t max_len(const int64_t* seq_start, int64_t b) {
   int64_t tmax = 0;
   for (int64_t i = 0; i < b; ++i) tmax = std::max(tmax, seq_start[i + 1] - seq_start[i]);
   return tmax;
-}
-
-// s[T, T] = scale * q_h k_h^T for one sequence and head.
-void score_matrix(float* s, const float* q, const float* k, int64_t t, int64_t ldq, int64_t ldk,
-                  int64_t hs, float scale) {
-  gemm(false, true, static_cast<int>(t), static_cast<int>(t), static_cast<int>(hs), scale, q,
-       static_cast<int>(ldq), k, static_cast<int>(ldk), 0.0f, s, static_cast<int>(t));
 }
 
 }  // namespace
@@ -35,32 +33,33 @@ void attention_forward(float* out, float* lse, const float* q, const float* k, c
                        const int64_t* seq_start, int64_t b, AttnShape sh) {
   const int64_t hs = sh.hs, nh = sh.nh, group = sh.nh / sh.nkv;
   const int64_t ldq = nh * hs, ldk = sh.nkv * hs;
+  const int iq = static_cast<int>(ldq), ik = static_cast<int>(ldk), ihs = static_cast<int>(hs);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int64_t tmax = max_len(seq_start, b);
-  std::vector<float> s(static_cast<size_t>(tmax * tmax));
+  std::vector<float> s(static_cast<size_t>(std::min(tmax, kRowBlock) * tmax));
   for (int64_t bi = 0; bi < b; ++bi) {
     const int64_t base = seq_start[bi], t = seq_start[bi + 1] - base;
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t kvh = h / group;
-      score_matrix(s.data(), q + base * ldq + h * hs, k + base * ldk + kvh * hs, t, ldq, ldk, hs,
-                   scale);
-      parallel_for(t, [&](int64_t i) {
-        float* row = s.data() + i * t;
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j <= i; ++j) m = std::max(m, row[j]);
-        float sum = 0.0f;
-        for (int64_t j = 0; j <= i; ++j) {
-          row[j] = std::exp(row[j] - m);
-          sum += row[j];
-        }
-        const float inv = 1.0f / sum;
-        for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
-        std::fill(row + i + 1, row + t, 0.0f);
-        lse[(base + i) * nh + h] = m + std::log(sum);
-      });
-      gemm(false, false, static_cast<int>(t), static_cast<int>(hs), static_cast<int>(t), 1.0f,
-           s.data(), static_cast<int>(t), v + base * ldk + kvh * hs, static_cast<int>(ldk), 0.0f,
-           out + base * ldq + h * hs, static_cast<int>(ldq));
+      for (int64_t i0 = 0; i0 < t; i0 += kRowBlock) {
+        const int64_t i1 = std::min(t, i0 + kRowBlock), rows = i1 - i0;
+        const int ld = static_cast<int>(i1);  // s is [rows, i1]: keys 0..i1-1
+        gemm(false, true, static_cast<int>(rows), ld, ihs, scale, q + (base + i0) * ldq + h * hs, iq,
+             k + base * ldk + kvh * hs, ik, 0.0f, s.data(), ld);
+        parallel_for(rows, [&](int64_t r) {
+          const int64_t i = i0 + r;
+          float* row = s.data() + r * i1;
+          float m = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j <= i; ++j) m = std::max(m, row[j]);
+          const float sum = static_cast<float>(exp_shifted(row, row, m, i + 1));
+          const float inv = 1.0f / sum;
+          for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
+          std::fill(row + i + 1, row + i1, 0.0f);
+          lse[(base + i) * nh + h] = m + std::log(sum);
+        }, 8 * i1);
+        gemm(false, false, static_cast<int>(rows), ihs, ld, 1.0f, s.data(), ld,
+             v + base * ldk + kvh * hs, ik, 0.0f, out + (base + i0) * ldq + h * hs, iq);
+      }
     }
   }
 }
@@ -72,39 +71,43 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
   const int64_t ldq = nh * hs, ldk = sh.nkv * hs;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const int64_t tmax = max_len(seq_start, b);
-  std::vector<float> p(static_cast<size_t>(tmax * tmax)), dp(p.size());
-  const int it = static_cast<int>(ldq), ik = static_cast<int>(ldk), ihs = static_cast<int>(hs);
+  const size_t blk = static_cast<size_t>(std::min(tmax, kRowBlock) * tmax);
+  std::vector<float> p(blk), dp(blk);
+  const int iq = static_cast<int>(ldq), ik = static_cast<int>(ldk), ihs = static_cast<int>(hs);
   for (int64_t bi = 0; bi < b; ++bi) {
     const int64_t base = seq_start[bi], t = seq_start[bi + 1] - base;
-    const int tt = static_cast<int>(t);
     for (int64_t h = 0; h < nh; ++h) {
       const int64_t kvh = h / group;
-      const float* qh = q + base * ldq + h * hs;
       const float* kh = k + base * ldk + kvh * hs;
       const float* vh = v + base * ldk + kvh * hs;
-      const float* doh = dout + base * ldq + h * hs;
-      score_matrix(p.data(), qh, kh, t, ldq, ldk, hs, scale);
-      // dP = dO V^T
-      gemm(false, true, tt, tt, ihs, 1.0f, doh, it, vh, ik, 0.0f, dp.data(), tt);
-      parallel_for(t, [&](int64_t i) {
-        float* pr = p.data() + i * t;
-        float* dr = dp.data() + i * t;
-        const float l = lse[(base + i) * nh + h];
-        const float* oi = out + (base + i) * ldq + h * hs;
-        const float* doi = doh + i * ldq;
-        float dsum = 0.0f;  // D_i = dO_i . O_i = sum_j P_ij dP_ij
-        for (int64_t d = 0; d < hs; ++d) dsum += doi[d] * oi[d];
-        for (int64_t j = 0; j <= i; ++j) {
-          pr[j] = std::exp(pr[j] - l);
-          dr[j] = pr[j] * (dr[j] - dsum) * scale;  // dS (scaled for q k^T)
-        }
-        std::fill(pr + i + 1, pr + t, 0.0f);
-        std::fill(dr + i + 1, dr + t, 0.0f);
-      });
-      // dQ_h += dS K ; dK += dS^T Q_h ; dV += P^T dO_h
-      gemm(false, false, tt, ihs, tt, 1.0f, dp.data(), tt, kh, ik, 1.0f, dq + base * ldq + h * hs, it);
-      gemm(true, false, tt, ihs, tt, 1.0f, dp.data(), tt, qh, it, 1.0f, dk + base * ldk + kvh * hs, ik);
-      gemm(true, false, tt, ihs, tt, 1.0f, p.data(), tt, doh, it, 1.0f, dv + base * ldk + kvh * hs, ik);
+      float* dkh = dk + base * ldk + kvh * hs;
+      float* dvh = dv + base * ldk + kvh * hs;
+      for (int64_t i0 = 0; i0 < t; i0 += kRowBlock) {
+        const int64_t i1 = std::min(t, i0 + kRowBlock), rows = i1 - i0;
+        const int ld = static_cast<int>(i1), ir = static_cast<int>(rows);
+        const float* qb = q + (base + i0) * ldq + h * hs;
+        const float* dob = dout + (base + i0) * ldq + h * hs;
+        gemm(false, true, ir, ld, ihs, scale, qb, iq, kh, ik, 0.0f, p.data(), ld);
+        gemm(false, true, ir, ld, ihs, 1.0f, dob, iq, vh, ik, 0.0f, dp.data(), ld);  // dP = dO V^T
+        parallel_for(rows, [&](int64_t r) {
+          const int64_t i = i0 + r;
+          float* pr = p.data() + r * i1;
+          float* dr = dp.data() + r * i1;
+          const float l = lse[(base + i) * nh + h];
+          const float* oi = out + (base + i) * ldq + h * hs;
+          const float* doi = dob + r * ldq;
+          float dsum = 0.0f;  // D_i = dO_i . O_i = sum_j P_ij dP_ij
+          for (int64_t d = 0; d < hs; ++d) dsum += doi[d] * oi[d];
+          exp_shifted(pr, pr, l, i + 1);
+          for (int64_t j = 0; j <= i; ++j) dr[j] = pr[j] * (dr[j] - dsum) * scale;  // dS
+          std::fill(pr + i + 1, pr + i1, 0.0f);
+          std::fill(dr + i + 1, dr + i1, 0.0f);
+        }, 8 * i1);
+        // dQ_blk += dS K ; dK[0:i1] += dS^T Q_blk ; dV[0:i1] += P^T dO_blk
+        gemm(false, false, ir, ihs, ld, 1.0f, dp.data(), ld, kh, ik, 1.0f, dq + (base + i0) * ldq + h * hs, iq);
+        gemm(true, false, ld, ihs, ir, 1.0f, dp.data(), ld, qb, iq, 1.0f, dkh, ik);
+        gemm(true, false, ld, ihs, ir, 1.0f, p.data(), ld, dob, iq, 1.0f, dvh, ik);
+      }
     }
   }
 }

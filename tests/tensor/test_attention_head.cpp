@@ -121,3 +121,29 @@ TEST(LmHead, KeptLogitsModeEqualsRecompute) {
   expect_close(dh1, dh2, 1e-5, "dh kept vs recomputed");
   expect_close(dw1, dw2, 1e-5, "dw kept vs recomputed");
 }
+
+TEST(Attention, LongSequencesSpanSeveralRowBlocks) {
+  // 64-row query blocks: 150 rows = 3 blocks (last partial), next to a short sequence.
+  AttnCase c{{0, 150, 157}, {4, 2, 8}};
+  const int64_t n = c.n();
+  auto q = randn(static_cast<size_t>(n * c.sh.nh * c.sh.hs), 81);
+  auto k = randn(static_cast<size_t>(n * c.sh.nkv * c.sh.hs), 82);
+  auto v = randn(k.size(), 83);
+  std::vector<float> o(q.size()), orf(q.size()), l(static_cast<size_t>(n * c.sh.nh)), lr(l.size());
+  attention_forward(o.data(), l.data(), q.data(), k.data(), v.data(), c.seq_start.data(), c.b(), c.sh);
+  attention_forward_ref(orf.data(), lr.data(), q.data(), k.data(), v.data(), c.seq_start.data(), c.b(), c.sh);
+  expect_close(o, orf, 1e-5, "attention out, 3 row blocks");
+  expect_close(l, lr, 1e-5, "attention lse, 3 row blocks");
+  auto dout = randn(o.size(), 84);
+  std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
+  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(),
+                     o.data(), l.data(), c.seq_start.data(), c.b(), c.sh);
+  auto loss = [&] {
+    std::vector<float> oo(q.size()), ll(l.size());
+    attention_forward(oo.data(), ll.data(), q.data(), k.data(), v.data(), c.seq_start.data(), c.b(), c.sh);
+    return dot(oo, dout);
+  };
+  expect_fd(q, dq, loss, "attention dq, 3 row blocks", 1e-2, 2e-2, 120);
+  expect_fd(k, dk, loss, "attention dk, 3 row blocks", 1e-2, 2e-2, 120);
+  expect_fd(v, dv, loss, "attention dv, 3 row blocks", 1e-2, 2e-2, 120);
+}
