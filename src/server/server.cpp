@@ -300,8 +300,6 @@ void Server::Impl::handle_chat(const httplib::Request& req, httplib::Response& r
   check_model(r->model);
   auto prompt = std::make_shared<std::vector<int32_t>>(chat_prompt(*r));
   fit_to_context(*r, static_cast<int64_t>(prompt->size()), engine->max_model_len(), "messages");
-  if (r->stream && r->sampling.top_logprobs > 0)
-    throw ApiError(400, "top_logprobs with stream: true is not supported yet (use stream: false)", "top_logprobs");
   add_stop_ids(r->sampling);
   const ResponseMeta meta{random_id("chatcmpl-"), unix_now(), opts.model_name};
   const TokenDescriber desc = describer();
@@ -377,6 +375,7 @@ void Server::Impl::handle_chat(const httplib::Request& req, httplib::Response& r
       if (e.token >= 0) {
         d.token_ids = {e.token};
         d.logprobs = {e.logprob};
+        if (r->sampling.top_logprobs > 0) d.top_logprobs = {e.top};
         ++s.tokens;
       }
       out.push_back(chat_chunk(meta, *r, d, desc));
@@ -413,8 +412,6 @@ void Server::Impl::handle_completions(const httplib::Request& req, httplib::Resp
   size_t longest = 0;
   for (const auto& p : *prompts) longest = std::max(longest, p.size());
   fit_to_context(*r, static_cast<int64_t>(longest), engine->max_model_len(), "prompt");
-  if (r->stream && r->sampling.top_logprobs > 0)
-    throw ApiError(400, "logprobs > 0 (alternatives) with stream: true is not supported yet", "logprobs");
   add_stop_ids(r->sampling);
   const ResponseMeta meta{random_id("cmpl-"), unix_now(), opts.model_name};
   const TokenDescriber desc = describer();
@@ -448,6 +445,7 @@ void Server::Impl::handle_completions(const httplib::Request& req, httplib::Resp
       if (e.token >= 0) {
         d.token_ids = {e.token};
         d.logprobs = {e.logprob};
+        if (r->sampling.top_logprobs > 0) d.top_logprobs = {e.top};
       }
       if ((*first)[static_cast<size_t>(choice)]) {
         d.prompt_token_ids = &(*prompts)[static_cast<size_t>(choice / n)];

@@ -225,10 +225,11 @@ await check("stop_strings", async () => {
 });
 
 await check("streaming_equals_non_streaming", async () => {
-  const req = { model: MODEL, messages: hello, max_tokens: 12, n: 2, seed: 5, logprobs: true, return_token_ids: true };
+  const req = { model: MODEL, messages: hello, max_tokens: 12, n: 2, seed: 5, logprobs: true, top_logprobs: 3,
+    return_token_ids: true };
   const full = await client.chat.completions.create(req);
   const stream = await client.chat.completions.create({ ...req, stream: true, stream_options: { include_usage: true } });
-  const text = ["", ""], ids = [[], []], lps = [[], []], finish = [null, null], roles = [null, null];
+  const text = ["", ""], ids = [[], []], lps = [[], []], tops = [[], []], finish = [null, null], roles = [null, null];
   let usage = null, promptIds = null;
   for await (const chunk of stream) {
     eq(chunk.object, "chat.completion.chunk", "chunk object");
@@ -240,6 +241,7 @@ await check("streaming_equals_non_streaming", async () => {
       text[c.index] += c.delta.content ?? "";
       ids[c.index].push(...(c.token_ids ?? []));
       lps[c.index].push(...(c.logprobs?.content ?? []).map((e) => e.logprob));
+      tops[c.index].push(...(c.logprobs?.content ?? []).map((e) => e.top_logprobs));
       if (c.finish_reason) finish[c.index] = c.finish_reason;
     }
   }
@@ -249,6 +251,8 @@ await check("streaming_equals_non_streaming", async () => {
     eq(text[i], full.choices[i].message.content, `text of choice ${i}`);
     eq(ids[i], full.choices[i].token_ids, `token_ids of choice ${i}`);
     eq(lps[i], full.choices[i].logprobs.content.map((e) => e.logprob), `logprobs of choice ${i}`);
+    eq(tops[i], full.choices[i].logprobs.content.map((e) => e.top_logprobs), `top_logprobs of choice ${i}`);
+    assert(tops[i].every((t) => t.length === 3), "3 alternatives per streamed token");
     eq(finish[i], full.choices[i].finish_reason, `finish_reason of choice ${i}`);
   }
   eq(usage, full.usage, "usage chunk");
