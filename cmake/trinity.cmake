@@ -15,6 +15,7 @@ function(trinity_test name)
   cmake_parse_arguments(A "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
   target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
     TRINITY_SOURCE_DIR="${PROJECT_SOURCE_DIR}" TRINITY_BINARY_DIR="${PROJECT_BINARY_DIR}")
   if(NOT A_TIMEOUT)

@@ -297,9 +297,7 @@ void Transformer::Impl::prepare(const ModelConfig& cfg, const Batch& b) {
   const int64_t total = L * per_layer + c + 1 + c;
   if (n > cap_rows) {
     arena.assign(static_cast<size_t>(n * total), 0.0f);
-    const int64_t width = std::max({c, nh * hs, I});
     scratch.assign(static_cast<size_t>(n * (2 * c + nh * hs + 2 * nkv * hs + nh * hs + 3 * I)), 0.0f);
-    (void)width;
     cap_rows = n;
   }
   float* p = arena.data();

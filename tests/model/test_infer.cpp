@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/tiny_config.h"
 #include "core/rng.h"
 #include "model/kv_cache.h"
 #include "model/transformer.h"
@@ -17,16 +18,8 @@ using namespace trinity::model;
 namespace {
 
 ModelConfig cfg_for(Arch arch) {
-  ModelConfig c = default_config(arch);
-  c.hidden_size = 32;
-  c.intermediate_size = 40;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = arch == Arch::kQwen3 ? 12 : 8;
-  c.vocab_size = 29;
-  c.tie_word_embeddings = arch == Arch::kQwen3;
-  return c;
+  return test::tiny_config({.arch = arch, .inter = 40, .head_dim = arch == Arch::kQwen3 ? 12 : 8,
+                            .vocab = 29, .tie = arch == Arch::kQwen3});
 }
 
 double logprob_of(const float* logits, int64_t v, int32_t target) {

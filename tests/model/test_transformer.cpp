@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/tiny_config.h"
 #include "core/error.h"
 #include "core/rng.h"
 #include "model/transformer.h"
@@ -21,16 +22,7 @@ using namespace trinity::model;
 namespace {
 
 ModelConfig tiny(Arch arch, bool tie = false) {
-  ModelConfig c = default_config(arch);
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = arch == Arch::kQwen3 ? 12 : 8;
-  c.vocab_size = 37;
-  c.tie_word_embeddings = tie;
-  return c;
+  return test::tiny_config({.arch = arch, .head_dim = arch == Arch::kQwen3 ? 12 : 8, .tie = tie});
 }
 
 std::vector<std::vector<int32_t>> random_seqs(std::vector<int> lens, int64_t vocab, uint64_t seed) {

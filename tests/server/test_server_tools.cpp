@@ -5,6 +5,8 @@
 // the server must turn into OpenAI tool_calls (streaming and not), or leave as text without tools.
 // Uses the real Qwen3 tokenizer files from tests/js/node_modules (scripts/setup).
 #include <gtest/gtest.h>
+
+#include "common/tiny_config.h"
 #include <httplib.h>
 
 #include <filesystem>
@@ -45,17 +47,9 @@ class ServerTools : public ::testing::Test {
     ASSERT_EQ(std::set<int32_t>(chain.begin(), chain.end() - 1).size(), chain.size() - 1);
     expected_ = std::vector<int32_t>(chain.begin() + 1, chain.end());
 
-    model::ModelConfig c = model::default_config(model::Arch::kQwen3);
-    c.hidden_size = 32;
-    c.intermediate_size = 32;
-    c.num_hidden_layers = 1;
-    c.num_attention_heads = 2;
-    c.num_key_value_heads = 1;
-    c.head_dim = 16;
-    c.vocab_size = tok_->vocab_size();
-    c.max_position_embeddings = 512;
-    c.tie_word_embeddings = false;
-    c.eos_token_ids = {im_end};
+    model::ModelConfig c = test::tiny_config(
+        {.arch = model::Arch::kQwen3, .inter = 32, .layers = 1, .heads = 2, .kv_heads = 1,
+         .head_dim = 16, .vocab = tok_->vocab_size(), .max_pos = 512, .eos = {im_end}});
     ASSERT_LE(static_cast<int64_t>(chain.size()), c.hidden_size);
     auto m = std::make_shared<model::Transformer>(c);
     m->init_random(1, 0.02f);
