@@ -18,6 +18,7 @@
 #include "model/safetensors.h"
 #include "model/transformer.h"
 #include "tensor/blas.h"
+#include "tokenizer/model_files.h"
 #include "trainer/optimizer.h"
 
 namespace trinity::cli {
@@ -83,7 +84,10 @@ std::vector<std::pair<size_t, size_t>> batches(const std::vector<std::vector<int
 int cmd_init_model(const Argv& argv) {
   Args a("init-model", argv,
          {"arch", "hidden", "layers", "heads", "kv-heads", "head-dim", "intermediate", "vocab",
-          "tie!", "seed", "out", "dtype", "std", "rope-theta", "max-pos"});
+          "tie!", "seed", "out", "dtype", "std", "rope-theta", "max-pos", "tokenizer"});
+  const std::string tokenizer = a.str("tokenizer", "none");
+  if (tokenizer != "none" && tokenizer != "bytes")
+    throw ConfigError("cli", strcat("init-model: --tokenizer must be none or bytes, got '", tokenizer, "'"));
   model::ModelConfig cfg = model::default_config(model::arch_from_name(a.str("arch")));
   cfg.hidden_size = a.i64("hidden");
   cfg.num_hidden_layers = a.i64("layers");
@@ -97,7 +101,10 @@ int cmd_init_model(const Argv& argv) {
   }
   cfg.head_dim = a.i64("head-dim", cfg.num_attention_heads > 0 ? cfg.hidden_size / cfg.num_attention_heads : 0);
   cfg.intermediate_size = a.i64("intermediate", 4 * cfg.hidden_size);
-  cfg.vocab_size = a.i64("vocab", 32000);
+  cfg.vocab_size = a.i64("vocab", tokenizer == "bytes" ? tok::kByteVocab : 32000);
+  if (tokenizer == "bytes" && cfg.vocab_size < tok::kByteVocab)
+    throw ConfigError("cli", strcat("init-model: --tokenizer bytes needs --vocab >= ", tok::kByteVocab, ", got ",
+                                    cfg.vocab_size));
   cfg.tie_word_embeddings = a.flag("tie");
   cfg.rope_theta = a.f64("rope-theta", cfg.arch == model::Arch::kLlama ? 500000.0 : 1000000.0);
   cfg.max_position_embeddings = a.i64("max-pos", 4096);
@@ -106,7 +113,10 @@ int cmd_init_model(const Argv& argv) {
   if (dtype != "f32" && dtype != "bf16")
     throw ConfigError("cli", strcat("init-model: --dtype must be f32 or bf16, got '", dtype, "'"));
   cfg.torch_dtype = dtype == "bf16" ? "bfloat16" : "float32";
-  cfg.eos_token_ids = {cfg.vocab_size > 1 ? cfg.vocab_size - 1 : 0};
+  if (tokenizer == "bytes")
+    cfg.eos_token_ids = {tok::kByteEndOfText, tok::kByteImEnd};
+  else
+    cfg.eos_token_ids = {cfg.vocab_size > 1 ? cfg.vocab_size - 1 : 0};
   cfg.validate();
   model::Transformer m(cfg);
   m.init_random(static_cast<uint64_t>(a.i64("seed", 0)), static_cast<float>(a.f64("std", 0.02)));
@@ -114,6 +124,7 @@ int cmd_init_model(const Argv& argv) {
   opts.dtype = dtype == "bf16" ? tensor::DType::kBF16 : tensor::DType::kF32;
   const std::string out = a.str("out");
   m.save(out, opts);
+  if (tokenizer == "bytes") tok::write_byte_tokenizer(out);
   std::printf("wrote %s: %s, %.2fM parameters\n", out.c_str(), model::arch_name(cfg.arch),
               static_cast<double>(cfg.num_params()) / 1e6);
   return 0;

@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli/args.h"
@@ -25,68 +24,12 @@
 #include "model/transformer.h"
 #include "server/server.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/model_files.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trinity::cli {
 
 namespace {
-
-// Token ids that end a generation besides the model config's EOS: the tokenizer's eos_token
-// (<|im_end|> for Qwen chat models) and generation_config.json's eos_token_id.
-std::vector<int32_t> stop_ids_of(const std::string& dir, const tok::Tokenizer& t, const tok::TokenizerConfig& tc) {
-  std::vector<int32_t> ids;
-  auto add = [&](int64_t id) {
-    if (id >= 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(static_cast<int32_t>(id));
-  };
-  if (tc.eos_token)
-    if (auto id = t.token_to_id(*tc.eos_token)) add(*id);
-  const std::string gen = file::join(dir, "generation_config.json");
-  if (file::exists(gen)) {
-    try {
-      const auto j = nlohmann::json::parse(file::read_all(gen));
-      if (auto it = j.find("eos_token_id"); it != j.end()) {
-        if (it->is_number_integer()) add(it->get<int64_t>());
-        if (it->is_array())
-          for (const auto& v : *it)
-            if (v.is_number_integer()) add(v.get<int64_t>());
-      }
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError("serve", strcat(gen, ": ", e.what()));
-    }
-  }
-  return ids;
-}
-
-// The tokenizer of DIR. Models pad their vocabulary (Qwen3: 151936 rows, 151669 tokenizer ids);
-// a sampled padding id must decode to nothing rather than fail, so ids the tokenizer lacks up to
-// the model's vocab size are registered as special added tokens (skipped in text).
-tok::Tokenizer load_tokenizer(const std::string& dir, int64_t model_vocab) {
-  tok::Tokenizer t = tok::Tokenizer::load(dir);
-  if (t.vocab_size() >= model_vocab) return t;
-  const std::string path = file::join(dir, "tokenizer.json");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(file::read_all(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError("serve", strcat(path, ": ", e.what()));
-  }
-  if (!j.contains("added_tokens") || !j["added_tokens"].is_array()) j["added_tokens"] = nlohmann::json::array();
-  for (int64_t id = t.vocab_size(); id < model_vocab; ++id) {
-    if (!t.id_to_token(static_cast<int32_t>(id)).empty()) continue;
-    j["added_tokens"].push_back({{"id", id},
-                                 {"content", strcat("<|trinity_vocab_pad_", id, "|>")},
-                                 {"single_word", false},
-                                 {"lstrip", false},
-                                 {"rstrip", false},
-                                 {"normalized", false},
-                                 {"special", true}});
-  }
-  tok::Tokenizer padded = tok::Tokenizer::from_json(j.dump(), path);
-  padded.set_clean_up_tokenization_spaces(t.clean_up_tokenization_spaces());
-  log::info("serve: model vocab ", model_vocab, " > tokenizer ids ", t.vocab_size(),
-            "; the padding ids decode to no text");
-  return padded;
-}
 
 int g_sig_pipe[2] = {-1, -1};
 
@@ -144,12 +87,12 @@ int cmd_serve(const Argv& argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   auto model = std::make_shared<model::Transformer>(model::Transformer::load(dir));
-  auto tokenizer = std::make_shared<tok::Tokenizer>(load_tokenizer(dir, model->config().vocab_size));
+  auto tokenizer = std::make_shared<tok::Tokenizer>(tok::load_model_tokenizer(dir, model->config().vocab_size));
   const tok::TokenizerConfig tc = tok::TokenizerConfig::load(dir);
   for (const auto& s : tc.additional_special_tokens)
     if (tokenizer->token_to_id(s)) tokenizer->mark_special(s);
   auto chat = std::make_shared<tok::ChatFormatter>(*tokenizer, tc);
-  const std::vector<int32_t> stop_ids = stop_ids_of(dir, *tokenizer, tc);
+  const std::vector<int32_t> stop_ids = tok::model_stop_ids(dir, *tokenizer, tc);
   if (model->config().max_position_embeddings > 0 && eo.max_model_len > model->config().max_position_embeddings)
     throw ConfigError("cli", strcat("serve: --max-model-len ", eo.max_model_len, " exceeds the model's max_position_embeddings ",
                                     model->config().max_position_embeddings));
