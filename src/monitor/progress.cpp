@@ -48,19 +48,20 @@ ProgressBar::~ProgressBar() {
 }
 
 std::string ProgressBar::render(int64_t done, double elapsed_s) const {
-  std::string s = label_ + "  " + std::to_string(done);
+  std::string s = label_;
+  s.append("  ").append(std::to_string(done));
   const double rate = elapsed_s > 0 ? static_cast<double>(done) / elapsed_s : 0.0;
   if (total_ > 0) {
-    s += "/" + std::to_string(total_);
+    s.append("/").append(std::to_string(total_));
     const double frac = std::clamp(static_cast<double>(done) / static_cast<double>(total_), 0.0, 1.0);
     const int filled = static_cast<int>(std::floor(frac * opts_.width));
-    s += " [" + std::string(filled, '#') + std::string(opts_.width - filled, '.') + "] ";
-    s += std::to_string(static_cast<int>(std::floor(frac * 100.0))) + "%";
+    s.append(" [").append(filled, '#').append(opts_.width - filled, '.').append("] ");
+    s.append(std::to_string(static_cast<int>(std::floor(frac * 100.0)))).append("%");
   }
-  s += " " + fmt("%.1f", rate) + " " + opts_.unit + "/s";
+  s.append(" ").append(fmt("%.1f", rate)).append(" ").append(opts_.unit).append("/s");
   if (total_ > 0) {
     const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : -1.0;
-    s += " ETA " + format_duration(done >= total_ ? 0.0 : eta);
+    s.append(" ETA ").append(format_duration(done >= total_ ? 0.0 : eta));
   }
   return s;
 }
@@ -98,7 +99,8 @@ void ProgressBar::emit_locked(int64_t done, double elapsed_s, bool force) {
     std::string line = render(done, elapsed_s);
     const size_t len = line.size();
     if (len < last_len_) line += std::string(last_len_ - len, ' ');  // wipe a longer previous draw
-    sink_("\r" + line);
+    line.insert(0, 1, '\r');
+    sink_(line);
     last_len_ = len;
   } else {
     const int64_t bucket =
@@ -110,7 +112,7 @@ void ProgressBar::emit_locked(int64_t done, double elapsed_s, bool force) {
     const bool timed = elapsed_s - last_emit_s_ >= opts_.seconds_every;
     if (!force && !new_bucket && !timed) return;
     if (force && drawn_ && done == last_printed_done_) return;  // final line already printed
-    sink_(render(done, elapsed_s) + "\n");
+    sink_(render(done, elapsed_s).append("\n"));
     last_bucket_ = std::max(last_bucket_, bucket);
     last_printed_done_ = done;
   }
@@ -120,7 +122,8 @@ void ProgressBar::emit_locked(int64_t done, double elapsed_s, bool force) {
 
 std::string summary_line(const std::string& role, int64_t step, const std::map<std::string, double>& metrics,
                          const std::vector<std::string>& keys, double seconds) {
-  std::string s = "[" + role + "] step " + std::to_string(step);
+  std::string s = "[";
+  s.append(role).append("] step ").append(std::to_string(step));
   for (const auto& key : keys) {
     std::string label, metric;
     if (const size_t eq = key.find('='); eq != std::string::npos) {
@@ -139,9 +142,9 @@ std::string summary_line(const std::string& role, int64_t step, const std::map<s
     }
     const auto it = metrics.find(metric);
     if (it == metrics.end()) continue;
-    s += " | " + label + " " + fmt("%.4g", it->second);
+    s.append(" | ").append(label).append(" ").append(fmt("%.4g", it->second));
   }
-  if (seconds >= 0) s += " | " + fmt("%.1f", seconds) + " s";
+  if (seconds >= 0) s.append(" | ").append(fmt("%.1f", seconds)).append(" s");
   return s;
 }
 

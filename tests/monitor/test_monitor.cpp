@@ -82,7 +82,7 @@ TEST(Monitor, FourThreadsTwoMonitorsNeverInterleave) {
         Monitor& m = t % 2 ? trainer : explorer;
         for (int i = 0; i < 1000; ++i) {
           std::map<std::string, double> metrics;
-          for (int k = 0; k < 20; ++k) metrics["metric/with/a/long/name_" + std::to_string(k)] = t * 1e6 + i + k;
+          for (int k = 0; k < 20; ++k) metrics[trinity::strcat("metric/with/a/long/name_", k)] = t * 1e6 + i + k;
           metrics["thread"] = t;
           m.log(metrics, i);
         }
@@ -112,7 +112,7 @@ TEST(Monitor, TwoProcessesAppendToOneFile) {
   {
     Monitor m(dir, is_child ? "trainer" : "explorer", "jsonl");
     std::map<std::string, double> metrics;
-    for (int k = 0; k < 50; ++k) metrics["k" + std::to_string(k)] = k;
+    for (int k = 0; k < 50; ++k) metrics[trinity::strcat("k", k)] = k;
     for (int i = 0; i < 1000; ++i) m.log(metrics, i);
   }
   if (is_child) _exit(0);
