@@ -1,0 +1,228 @@
+// Experience -> packed model batch + padded [B, T] algorithm arrays; explorer-side advantages.
+// See experience_batch.h for the row layout and the packed/padded correspondence.
+#include "trainer/experience_batch.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace trinity::trainer {
+
+namespace {
+
+bool info_is_expert(const std::string& info) {
+  if (info.empty()) return false;
+  const auto j = nlohmann::json::parse(info, nullptr, false);
+  if (!j.is_object() || !j.contains("is_expert")) return false;
+  const auto& v = j["is_expert"];
+  return v.is_boolean() ? v.get<bool>() : v.is_number() ? v.get<double>() != 0 : false;
+}
+
+// Copies a per-response array of row b (length R) into padded [B, T] storage, checking its length.
+void put_row(std::vector<float>& dst, const std::vector<float>& src, int64_t b, int64_t T, int64_t R,
+             const char* field, const buffer::Experience& e) {
+  if (static_cast<int64_t>(src.size()) != R)
+    throw ValueError("trainer", strcat("experience ", e.eid.uid(), ": ", field, " has ", src.size(),
+                                       " values, expected the response length ", R));
+  std::copy(src.begin(), src.end(), dst.begin() + b * T);
+}
+
+}  // namespace
+
+int64_t ExperienceBatch::tokens(int64_t b0, int64_t b1) const {
+  int64_t n = 0;
+  for (int64_t b = b0; b < b1; ++b) n += static_cast<int64_t>(seqs[static_cast<size_t>(b)].size());
+  return n;
+}
+
+model::Batch ExperienceBatch::packed(int64_t b0, int64_t b1) const {
+  model::Batch mb;
+  mb.seq_start.push_back(0);
+  for (int64_t b = b0; b < b1; ++b) {
+    const auto& s = seqs[static_cast<size_t>(b)];
+    const int64_t L = static_cast<int64_t>(s.size()), P = prompt_len[static_cast<size_t>(b)];
+    for (int64_t i = 0; i < L; ++i) {
+      mb.tokens.push_back(s[static_cast<size_t>(i)]);
+      mb.positions.push_back(static_cast<int32_t>(i));
+      // Row i predicts token i+1; only response tokens (index >= P) are targets.
+      mb.targets.push_back(i + 1 < L && i + 1 >= P ? s[static_cast<size_t>(i + 1)] : -1);
+    }
+    mb.seq_start.push_back(static_cast<int64_t>(mb.tokens.size()));
+  }
+  return mb;
+}
+
+std::vector<float> ExperienceBatch::scatter(const std::vector<float>& vals, int64_t b0, int64_t b1) const {
+  const int64_t base = resp_offset[static_cast<size_t>(b0)];
+  TRINITY_ASSERT(static_cast<int64_t>(vals.size()) == resp_offset[static_cast<size_t>(b1)] - base,
+                 "scatter: ", vals.size(), " values for ", resp_offset[static_cast<size_t>(b1)] - base, " tokens");
+  std::vector<float> out(static_cast<size_t>((b1 - b0) * T), 0.0f);
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t o = resp_offset[static_cast<size_t>(b)] - base;
+    std::copy_n(vals.begin() + o, resp_len[static_cast<size_t>(b)], out.begin() + (b - b0) * T);
+  }
+  return out;
+}
+
+std::vector<float> ExperienceBatch::gather(const float* padded, int64_t b0, int64_t b1) const {
+  std::vector<float> out;
+  out.reserve(static_cast<size_t>(resp_offset[static_cast<size_t>(b1)] - resp_offset[static_cast<size_t>(b0)]));
+  for (int64_t b = b0; b < b1; ++b)
+    out.insert(out.end(), padded + (b - b0) * T, padded + (b - b0) * T + resp_len[static_cast<size_t>(b)]);
+  return out;
+}
+
+ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
+  ExperienceBatch eb;
+  if (exps.empty()) throw ValueError("trainer", "empty batch of experiences");
+  size_t n_dpo = 0;
+  for (const auto& e : exps) n_dpo += e.type() == buffer::ExperienceType::kDpo ? 1 : 0;
+  if (n_dpo != 0 && n_dpo != exps.size())
+    throw ValueError("trainer", strcat("batch mixes ", n_dpo, " DPO experiences with ", exps.size() - n_dpo,
+                                       " others; a DPO batch must hold only chosen/rejected experiences"));
+  eb.dpo = n_dpo != 0;
+  // Rows: sequence, prompt length, source.
+  for (size_t i = 0; i < exps.size(); ++i) {
+    const auto& e = exps[i];
+    const int64_t P = eb.dpo ? static_cast<int64_t>(e.tokens.size()) : e.prompt_length;
+    if (P < 1 || P > static_cast<int64_t>(e.tokens.size()))
+      throw ValueError("trainer", strcat("experience ", e.eid.uid(), ": prompt_length ", P, " must be in [1, ",
+                                         e.tokens.size(), "] (the first response token needs a prompt token)"));
+    auto add = [&](std::vector<int32_t> s) {
+      eb.seqs.push_back(std::move(s));
+      eb.prompt_len.push_back(P);
+      eb.source.push_back(static_cast<int64_t>(i));
+    };
+    if (eb.dpo) {
+      for (const auto* r : {&e.chosen, &e.rejected}) {
+        std::vector<int32_t> s = e.tokens;
+        s.insert(s.end(), r->begin(), r->end());
+        add(std::move(s));
+      }
+    } else {
+      add(e.tokens);
+    }
+  }
+  eb.B = static_cast<int64_t>(eb.seqs.size());
+  eb.resp_offset.push_back(0);
+  for (int64_t b = 0; b < eb.B; ++b) {
+    const int64_t R = static_cast<int64_t>(eb.seqs[static_cast<size_t>(b)].size()) - eb.prompt_len[static_cast<size_t>(b)];
+    eb.resp_len.push_back(R);
+    eb.resp_offset.push_back(eb.resp_offset.back() + R);
+    eb.T = std::max(eb.T, R);
+  }
+  if (eb.T == 0) throw ValueError("trainer", "every experience of the batch has an empty response");
+  const size_t n = static_cast<size_t>(eb.B * eb.T);
+  eb.old_logprob.assign(n, 0.0f);
+  eb.mask.assign(n, 0.0f);
+  auto all_have = [&](auto field) {
+    if (eb.dpo) return false;
+    return std::all_of(exps.begin(), exps.end(), [&](const buffer::Experience& e) { return !(e.*field).empty(); });
+  };
+  const bool has_adv = all_have(&buffer::Experience::advantages), has_ret = all_have(&buffer::Experience::returns),
+             has_tr = all_have(&buffer::Experience::token_rewards),
+             has_teacher = all_have(&buffer::Experience::teacher_logprobs);
+  eb.has_old_logprob = all_have(&buffer::Experience::logprobs);
+  if (has_adv) eb.advantages.assign(n, 0.0f);
+  if (has_ret) eb.returns.assign(n, 0.0f);
+  if (has_tr) eb.token_rewards.assign(n, 0.0f);
+  if (has_teacher) eb.teacher_logprob.assign(n, 0.0f);
+  for (int64_t b = 0; b < eb.B; ++b) {
+    const auto& e = exps[static_cast<size_t>(eb.source[static_cast<size_t>(b)])];
+    const int64_t R = eb.resp_len[static_cast<size_t>(b)], T = eb.T;
+    if (eb.dpo) {
+      std::fill_n(eb.mask.begin() + b * T, R, 1.0f);
+    } else {
+      if (!e.logprobs.empty()) put_row(eb.old_logprob, e.logprobs, b, T, R, "logprobs", e);
+      if (e.action_mask.empty()) {
+        std::fill_n(eb.mask.begin() + b * T, R, 1.0f);
+      } else {
+        if (static_cast<int64_t>(e.action_mask.size()) != R)
+          throw ValueError("trainer", strcat("experience ", e.eid.uid(), ": action_mask has ", e.action_mask.size(),
+                                             " values, expected the response length ", R));
+        for (int64_t t = 0; t < R; ++t) eb.mask[eb.at(b, t)] = e.action_mask[static_cast<size_t>(t)] ? 1.0f : 0.0f;
+      }
+      if (has_adv) put_row(eb.advantages, e.advantages, b, T, R, "advantages", e);
+      if (has_ret) put_row(eb.returns, e.returns, b, T, R, "returns", e);
+      if (has_tr) put_row(eb.token_rewards, e.token_rewards, b, T, R, "token_rewards", e);
+      if (has_teacher) put_row(eb.teacher_logprob, e.teacher_logprobs, b, T, R, "teacher_logprobs", e);
+    }
+    eb.rewards.push_back(static_cast<float>(e.reward.value_or(0.0)));
+    eb.group.push_back(e.eid.tid());
+    eb.run.push_back(e.eid.rid());
+    eb.run_step.push_back(e.eid.step);
+    eb.lengths.push_back(R);
+    eb.model_version.push_back(e.model_version);
+    eb.is_expert.push_back(info_is_expert(e.info) ? 1 : 0);
+  }
+  return eb;
+}
+
+std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens, int64_t max_rows,
+                                                      bool pair) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const int64_t step = pair ? 2 : 1;
+  int64_t b0 = 0, toks = 0;
+  for (int64_t b = 0; b < eb.B; b += step) {
+    const int64_t t = eb.tokens(b, std::min(b + step, eb.B));
+    const bool full = max_tokens > 0 ? (b > b0 && toks + t > max_tokens) : (max_rows > 0 && b - b0 >= max_rows);
+    if (full) out.emplace_back(b0, b), b0 = b, toks = 0;
+    toks += t;
+  }
+  out.emplace_back(b0, eb.B);
+  return out;
+}
+
+std::vector<float> select_rows(const std::vector<float>& padded, int64_t T, const std::vector<int64_t>& rows) {
+  if (padded.empty()) return {};
+  std::vector<float> out(rows.size() * static_cast<size_t>(T));
+  for (size_t k = 0; k < rows.size(); ++k)
+    std::copy_n(padded.begin() + rows[k] * T, T, out.begin() + static_cast<int64_t>(k) * T);
+  return out;
+}
+
+algo::AdvInput adv_input(const ExperienceBatch& eb) {
+  algo::AdvInput in;
+  in.B = eb.B, in.T = eb.T;
+  in.rewards = eb.rewards;
+  in.token_rewards = eb.token_rewards;
+  in.mask = eb.mask;
+  in.lengths = eb.lengths;
+  in.old_logprob = eb.old_logprob;
+  in.teacher_logprob = eb.teacher_logprob;
+  in.group = eb.group;
+  in.run = eb.run;
+  in.run_step = eb.run_step;
+  return in;
+}
+
+std::map<std::string, double> compute_advantages(algo::Algorithm& alg, std::vector<buffer::Experience>& exps,
+                                                 Rng& rng) {
+  std::map<std::string, double> metrics;
+  if (exps.empty()) return metrics;
+  if (alg.use_critic())
+    throw ConfigError("trainer", strcat("advantage_fn ", alg.advantage_fn_name(),
+                                        " reads critic values; it runs in the trainer, not the explorer"));
+  for (const auto& e : exps)
+    if (e.pending())
+      throw ValueError("experience_pipeline", strcat("experience ", e.eid.uid(), " has no reward yet (pending); "
+                                                     "advantages need every reward"));
+  const ExperienceBatch eb = make_batch(exps);
+  if (eb.dpo) throw ValueError("experience_pipeline", "advantages of DPO experiences are undefined");
+  const algo::AdvOutput out = alg.compute_advantages(adv_input(eb), rng);
+  std::vector<buffer::Experience> kept;
+  kept.reserve(out.rows.size());
+  for (int64_t r : out.rows) {
+    buffer::Experience e = exps[static_cast<size_t>(r)];
+    const int64_t R = eb.resp_len[static_cast<size_t>(r)];
+    e.advantages.assign(out.advantages.begin() + r * eb.T, out.advantages.begin() + r * eb.T + R);
+    e.returns.assign(out.returns.begin() + r * eb.T, out.returns.begin() + r * eb.T + R);
+    kept.push_back(std::move(e));
+  }
+  exps = std::move(kept);
+  for (const auto& [k, e] : out.metrics.entries()) metrics[k] = e.value;
+  return metrics;
+}
+
+}  // namespace trinity::trainer

@@ -1,0 +1,71 @@
+// Experiences -> what the trainer feeds the model and the algorithm. Row b of the batch is one
+// sequence (a DPO experience gives two rows: 2k = prompt + chosen, 2k+1 = prompt + rejected, the
+// layout the dpo loss reads). The packed model::Batch has targets = next token only where that token
+// is a response token (-1 elsewhere), so the model's logprob/entropy outputs, in row order, are
+// exactly the response tokens of rows b0, b0+1, ... ("packed per-response-token" vectors, [Σ R_b]).
+// The algorithm reads padded row-major [B, T] arrays, T = longest response; scatter/gather convert.
+// Invariant: every row has prompt_length >= 1 (the first response token must be predicted).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "algorithm/algorithm.h"
+#include "buffer/experience.h"
+#include "core/rng.h"
+#include "model/transformer.h"
+
+namespace trinity::trainer {
+
+struct ExperienceBatch {
+  int64_t B = 0, T = 0;                        // rows, padded response length
+  std::vector<std::vector<int32_t>> seqs;      // [B][L_b] prompt + response tokens
+  std::vector<int64_t> prompt_len, resp_len;   // [B]
+  std::vector<int64_t> resp_offset;            // [B+1] row b's start in a packed response vector
+  std::vector<int64_t> source;                 // [B] index of the experience row b came from
+  // [B, T], zero padded. old_logprob/mask always present; the others empty unless every
+  // (non-DPO) experience has them.
+  std::vector<float> old_logprob, mask, advantages, returns, token_rewards, teacher_logprob;
+  std::vector<float> rewards;                  // [B] (pending reward -> 0)
+  std::vector<std::string> group, run;         // [B] eid.tid(), eid.rid()
+  std::vector<int64_t> run_step, lengths;      // [B] eid.step, response length
+  std::vector<int64_t> model_version;          // [B]
+  std::vector<uint8_t> is_expert;              // [B] info.is_expert (mix / mix_chord)
+  bool dpo = false;
+  bool has_old_logprob = false;                // every (non-DPO) experience has rollout logprobs
+
+  size_t at(int64_t b, int64_t t) const { return static_cast<size_t>(b * T + t); }
+  int64_t tokens(int64_t b0, int64_t b1) const;     // Σ L_b over rows [b0, b1)
+  // Packed model batch of rows [b0, b1).
+  model::Batch packed(int64_t b0, int64_t b1) const;
+  // Packed per-response-token values of rows [b0, b1) ([Σ R_b]) -> [(b1-b0), T] (zero padded).
+  std::vector<float> scatter(const std::vector<float>& packed_vals, int64_t b0, int64_t b1) const;
+  // [(b1-b0), T] -> packed [Σ R_b] of rows [b0, b1).
+  std::vector<float> gather(const float* padded, int64_t b0, int64_t b1) const;
+};
+
+// Builds the batch. DPO experiences (chosen + rejected set) become two rows each; mixing DPO and
+// non-DPO experiences is a ValueError, as is an array whose length is not the response length.
+ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps);
+
+// Contiguous row ranges [b0, b1) in order: greedily up to `max_tokens` tokens per range (a longer
+// row gets a range of its own) when max_tokens > 0, else `max_rows` rows (<= 0: one range). `pair`
+// keeps ranges even-sized (DPO pairs stay together).
+std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens,
+                                                      int64_t max_rows, bool pair = false);
+
+// Rows of a [B, T] array selected by `rows` (indices into B), -> [rows.size(), T].
+std::vector<float> select_rows(const std::vector<float>& padded, int64_t T, const std::vector<int64_t>& rows);
+
+// Explorer-side advantages (advantage_location() == kExplorer, e.g. GRPO) on one explore step's
+// experiences: fills advantages/returns, drops the rows the algorithm drops and appends the copies
+// it asks for (AdvOutput::rows). Returns the algorithm's metrics (experience_pipeline/*, critic/*).
+std::map<std::string, double> compute_advantages(algo::Algorithm& alg, std::vector<buffer::Experience>& exps,
+                                                 Rng& rng);
+
+// AdvInput over a batch (no ref/values/spans beyond what the batch has; caller may add them).
+algo::AdvInput adv_input(const ExperienceBatch& eb);
+
+}  // namespace trinity::trainer
