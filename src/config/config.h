@@ -1,0 +1,206 @@
+// The typed run configuration: Trinity-RFT's YAML schema (trinity-rft.md §2) with its key names and
+// defaults, restricted to what trinity implements. Known Trinity keys without meaning here (vLLM, Ray,
+// verl, cluster) are accepted with one warning each; unknown keys are ConfigErrors with file:line and a
+// "did you mean". Every "auto" value of Trinity is derived by the loader (prompt/response split,
+// train_batch_size, taskset names/indices, rollout_args from model.*, sync_method per mode, ...), so a
+// loaded Config is complete: consumers never re-apply defaults. YAML/JSON libraries stay out of here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithm/preset.h"
+#include "buffer/config.h"
+
+namespace trinity::config {
+
+namespace detail {
+struct Source;  // the resolved YAML tree a Config was read from (for stages / re-derivation)
+}
+
+// algorithm.optimizer (typed; also mirrored as scalars into AlgorithmSpec::optimizer).
+struct OptimizerConfig {
+  double lr = 1e-6;
+  int64_t lr_warmup_steps = -1;       // -1: use lr_warmup_steps_ratio
+  double lr_warmup_steps_ratio = 0.0;
+  double min_lr_ratio = 0.01;         // applied by trinity's cosine schedule
+  std::string lr_scheduler_type = "constant";  // constant | cosine (warmup_style: deprecated alias)
+  std::string optimizer_type = "adam";         // adam | adamw (both AdamW)
+  std::vector<double> betas{0.9, 0.999};
+  double weight_decay = 0.01;
+  double clip_grad = 1.0;  // the effective value is trainer.grad_clip
+};
+
+struct ModelConfig {
+  std::string model_path;         // absolute when it exists relative to the config dir
+  std::string critic_model_path;  // auto: model_path
+  int64_t max_model_len = 0;      // all three resolved (§2.3 rules)
+  int64_t max_prompt_tokens = 0;
+  int64_t max_response_tokens = 0;
+  int64_t min_response_tokens = 0;
+  double temperature = 1.0, top_p = 1.0;
+  int64_t top_k = -1, logprobs = 0;
+  double repetition_penalty = 1.0;
+  std::optional<bool> enable_thinking;
+  std::string custom_chat_template;  // chat_template_path's file content when that is set
+  std::string chat_template_path;
+  bool enable_prompt_truncation = true;
+};
+
+struct BufferConfig {
+  int64_t batch_size = 1;        // tasks per explore step
+  int64_t train_batch_size = 0;  // experiences per train step (auto batch_size * repeat_times)
+  int64_t total_epochs = 1;
+  std::optional<int64_t> total_steps;
+  std::string cache_dir;  // auto <job_dir>/buffer
+  struct ExplorerInput {
+    std::vector<buffer::TasksetConfig> tasksets;  // `taskset:` becomes a one-element list
+    std::vector<buffer::TasksetConfig> eval_tasksets;
+    std::string default_workflow_type, default_eval_workflow_type, default_reward_fn_type;
+  } explorer_input;
+  struct TrainerInput {
+    buffer::StorageConfig experience_buffer;
+    std::map<std::string, buffer::StorageConfig> auxiliary_buffers;
+  } trainer_input;
+};
+
+// explorer.rollout_model and explorer.auxiliary_models[i] (sampling fields inherit model.*).
+struct InferenceModelConfig {
+  std::string name;
+  std::string model_path;  // auxiliary models only (the rollout model uses model.model_path)
+  int64_t engine_num = 1;
+  int64_t seed = 42;
+  double temperature = 1.0, top_p = 1.0;
+  int64_t top_k = -1, logprobs = 0;
+  double repetition_penalty = 1.0;
+  int64_t max_model_len = 0, max_prompt_tokens = 0, max_response_tokens = 0, min_response_tokens = 0;
+  bool enable_prompt_truncation = true;
+  std::optional<bool> enable_thinking;
+  std::string chat_template;
+  bool ignore_eos = false;
+  bool enable_history = false;
+  bool enable_openai_api = false;
+  int64_t kv_cache_bytes = int64_t{1} << 30;  // trinity extension: KV cache budget of the engine
+};
+
+struct ExplorerConfig {
+  std::string name = "explorer";
+  int64_t runner_per_model = 8;
+  double max_timeout = 1800;
+  int64_t max_retry_times = 2;
+  int64_t eval_interval = 100;  // rounded to a multiple of sync_interval (except bench/sft/dpo)
+  bool eval_on_startup = true;
+  bool bench_on_latest_checkpoint = false;
+  std::string concurrent_mode = "sequential";
+  std::optional<int64_t> max_repeat_times_per_runner;
+  std::map<std::string, std::string> env_vars;
+  double runner_state_report_interval = 0;
+  int64_t proxy_port = 8010;  // serve mode
+  std::string listen_address = "0.0.0.0";
+  InferenceModelConfig rollout_model;
+  std::vector<InferenceModelConfig> auxiliary_models;
+  struct DynamicTimeout {
+    bool enable = false;
+    double ratio = 3.0;
+  } dynamic_timeout;
+};
+
+struct SynchronizerConfig {
+  std::string sync_method = "memory";  // memory | checkpoint (nccl -> memory with a warning)
+  std::string sync_style = "fixed";    // fixed | explorer_driven | trainer_driven
+  int64_t sync_interval = 1;
+  int64_t sync_offset = 0;
+  double sync_timeout = 3600;
+};
+
+struct TrainerConfig {
+  std::string name = "trainer";
+  int64_t save_interval = 0;  // 0 = only the final save
+  std::optional<int64_t> total_steps;
+  double grad_clip = 1.0;
+  std::string save_hf_checkpoint = "last";  // always | never | last
+  std::optional<int64_t> max_checkpoints_to_keep;
+  bool enable_preview = true;
+  bool use_dynamic_bsz = true;
+  int64_t max_token_len_per_gpu = 0;  // auto ceil(2 * max_model_len): micro-batch token budget
+  int64_t micro_batch_size = 1;       // trinity extension (alias ppo_micro_batch_size_per_gpu): rows
+                                      // per micro-batch when use_dynamic_bsz is false
+  bool fix_actor_microbatch_loss_scale = false;
+  struct Critic {  // trinity extension (verl's critic defaults)
+    double lr = 1e-5;
+    double cliprange_value = 0.5;
+  } critic;
+};
+
+struct MonitorConfig {
+  std::string monitor_type = "tensorboard";  // tensorboard | jsonl | none (wandb/mlflow/swanlab -> jsonl)
+  bool detailed_stats = false;
+  std::string monitor_args = "{}";  // JSON object text
+};
+
+struct LogConfig {
+  std::string level = "INFO";
+};
+
+// One entry of `stages:` as written (sections present are replaced wholesale by expand_stages).
+struct StageInfo {
+  std::string stage_name;
+  std::optional<std::string> mode;
+  std::vector<std::string> sections;  // which of algorithm/buffer/explorer/trainer/data_processor are set
+};
+
+struct Config {
+  std::string mode = "both";  // both | explore | train | bench | serve
+  std::string project = "Trinity-RFT";
+  std::string group;
+  std::string name = "rft";
+  std::string checkpoint_root_dir;  // absolute (relative to the working directory)
+  bool continue_from_checkpoint = true;
+  algo::AlgorithmSpec algorithm;
+  OptimizerConfig optimizer;  // algorithm.optimizer
+  int64_t repeat_times = 1;   // resolved algorithm repeat_times (preset default, dpo forced 2)
+  std::string schema_type = "experience";  // experience | sft | dpo (from the algorithm preset)
+  ModelConfig model;
+  BufferConfig buffer;
+  ExplorerConfig explorer;
+  SynchronizerConfig synchronizer;
+  TrainerConfig trainer;
+  MonitorConfig monitor;
+  LogConfig log;
+  std::vector<StageInfo> stages;
+  std::string config_path;  // the file it was loaded from ("" for text)
+  std::string config_dir;   // base of relative paths
+  std::shared_ptr<const detail::Source> source;
+
+  // checkpoint_root_dir/project/group/name (an empty group is skipped).
+  std::string job_dir() const;
+};
+
+struct LoadResult {
+  Config config;
+  std::vector<Config> stages;         // expand_stages(config); empty without `stages:`
+  std::vector<std::string> warnings;  // each once, in order; the caller prints them
+};
+
+// Loads a YAML config file. `overrides` are "key.path=value" (`--set`), applied before interpolation.
+// Throws ConfigError / UnsupportedError / IoError naming file:line and the key.
+LoadResult load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// Same from text; relative paths resolve against base_dir; `label` names the source in messages.
+LoadResult load_config_text(const std::string& yaml_text, const std::string& label, const std::string& base_dir,
+                            const std::vector<std::string>& overrides = {});
+
+// One Config per stage: a deep copy of the global config with the stage's non-null sections replaced
+// wholesale (no deep merge, Trinity semantics), name = name/stage_name, save_hf_checkpoint = last.
+std::vector<Config> expand_stages(const Config& cfg, std::vector<std::string>* warnings = nullptr);
+// Re-derives `cfg` with model.model_path replaced (the launcher chains stage i's checkpoint into
+// stage i+1); everything derived from it (critic_model_path when not set, ...) follows.
+Config with_model_path(const Config& cfg, const std::string& model_path, std::vector<std::string>* warnings = nullptr);
+
+// The fully resolved config as YAML (every key, including derived ones).
+std::string to_yaml(const Config& cfg);
+
+}  // namespace trinity::config

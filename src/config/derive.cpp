@@ -1,0 +1,345 @@
+// Trinity-RFT's validators (Config.check_and_update, trinity-rft.md §2) for what trinity implements:
+// mode, algorithm preset resolution, model length split (§2.3), taskset/buffer auto fields (§2.5),
+// rollout model inheritance (§2.6), sync method per mode (§2.7), trainer token budget (§2.8), range
+// checks. Differences from Trinity are warnings (nccl -> memory, wandb -> jsonl, engine_num -> 1).
+#include <algorithm>
+#include <filesystem>
+
+#include "algorithm/algorithm.h"
+#include "config/section.h"
+#include "core/error.h"
+#include "core/file.h"
+
+namespace trinity::config::detail {
+
+namespace {
+
+const Tree& at_or(const Tree& root, const std::string& path) {
+  const Tree* t = tree_at(root, path);
+  return t ? *t : root;
+}
+
+[[noreturn]] void bad(const Ctx& c, const Tree& root, const std::string& path, const std::string& msg) {
+  c.fail(at_or(root, path), strcat(path, ": ", msg));
+}
+
+void check_choice(const Ctx& c, const Tree& root, const std::string& path, const std::string& v,
+                  const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), v) == choices.end())
+    bad(c, root, path, strcat("'", v, "' is not one of ", algo::join_names(choices)));
+}
+
+void positive(const Ctx& c, const Tree& root, const std::string& path, double v, bool allow_zero = false) {
+  if (allow_zero ? v < 0 : v <= 0) bad(c, root, path, strcat("must be ", allow_zero ? ">= 0" : "> 0", ", got ", v));
+}
+
+void derive_model(Ctx& c, const Tree& root, Parsed& p) {
+  ModelConfig& m = p.cfg.model;
+  if (m.model_path.empty() && p.cfg.mode != "serve")
+    bad(c, root, "model.model_path", "is required (a Hugging Face model directory)");
+  m.model_path = resolve_path(m.model_path, c.dir, true);
+  m.critic_model_path = p.critic_model_path_set ? resolve_path(m.critic_model_path, c.dir, true) : m.model_path;
+  auto prompt = p.max_prompt_tokens, response = p.max_response_tokens;
+  int64_t len = 0;
+  if (p.max_model_len) {
+    len = *p.max_model_len;
+  } else if (prompt && response) {
+    len = *prompt + *response;
+  } else {
+    bad(c, root, "model", "max_model_len is required unless both max_prompt_tokens and max_response_tokens are set");
+  }
+  positive(c, root, "model.max_model_len", static_cast<double>(len));
+  if (!prompt && !response) {
+    prompt = len / 2;
+    response = len - *prompt;
+  } else if (!response) {
+    if (*prompt >= len) {
+      c.warn(strcat("model.max_prompt_tokens (", *prompt, ") >= max_model_len (", len, "); using ", len - 1));
+      prompt = len - 1;
+    }
+    response = len - *prompt;
+  } else if (!prompt) {
+    if (*response >= len) {
+      c.warn(strcat("model.max_response_tokens (", *response, ") >= max_model_len (", len, "); using ", len - 1));
+      response = len - 1;
+    }
+    prompt = len - *response;
+  }
+  positive(c, root, "model.max_prompt_tokens", static_cast<double>(*prompt));
+  positive(c, root, "model.max_response_tokens", static_cast<double>(*response));
+  if (*prompt + *response > len)
+    bad(c, root, "model",
+        strcat("max_prompt_tokens (", *prompt, ") + max_response_tokens (", *response, ") = ", *prompt + *response,
+               " exceeds max_model_len (", len, ")"));
+  m.max_model_len = len;
+  m.max_prompt_tokens = *prompt;
+  m.max_response_tokens = *response;
+  positive(c, root, "model.min_response_tokens", static_cast<double>(m.min_response_tokens), true);
+  if (m.min_response_tokens >= m.max_response_tokens) {
+    c.warn(strcat("model.min_response_tokens (", m.min_response_tokens, ") >= max_response_tokens; using ",
+                  m.max_response_tokens - 1));
+    m.min_response_tokens = m.max_response_tokens - 1;
+  }
+  positive(c, root, "model.temperature", m.temperature, true);
+  if (m.top_p <= 0 || m.top_p > 1) bad(c, root, "model.top_p", strcat("must be in (0, 1], got ", m.top_p));
+  positive(c, root, "model.repetition_penalty", m.repetition_penalty);
+  if (!m.chat_template_path.empty()) {
+    m.chat_template_path = resolve_path(m.chat_template_path, c.dir, false);
+    m.custom_chat_template = file::read_all(m.chat_template_path);
+  }
+}
+
+void inherit(InferenceModelConfig& r, const Sampling& s, const ModelConfig& m) {
+  r.temperature = s.temperature.value_or(m.temperature);
+  r.top_p = s.top_p.value_or(m.top_p);
+  r.top_k = s.top_k.value_or(m.top_k);
+  r.logprobs = s.logprobs.value_or(m.logprobs);
+  r.repetition_penalty = s.repetition_penalty.value_or(m.repetition_penalty);
+  r.max_model_len = s.max_model_len.value_or(m.max_model_len);
+  r.max_prompt_tokens = s.max_prompt_tokens.value_or(m.max_prompt_tokens);
+  r.max_response_tokens = s.max_response_tokens.value_or(m.max_response_tokens);
+  r.min_response_tokens = s.min_response_tokens.value_or(m.min_response_tokens);
+  r.enable_prompt_truncation = s.enable_prompt_truncation.value_or(m.enable_prompt_truncation);
+}
+
+void fill_taskset(buffer::TasksetConfig& t, const Config& cfg, const std::string& dir) {
+  const ModelConfig& m = cfg.model;
+  t.batch_size = cfg.buffer.batch_size;
+  t.total_epochs = cfg.buffer.total_epochs;
+  t.total_steps = cfg.buffer.total_steps;
+  if (!t.rollout_args.temperature) t.rollout_args.temperature = m.temperature;
+  if (!t.rollout_args.top_p) t.rollout_args.top_p = m.top_p;
+  if (!t.rollout_args.top_k) t.rollout_args.top_k = m.top_k;
+  if (!t.rollout_args.logprobs) t.rollout_args.logprobs = m.logprobs;
+  if (!t.rollout_args.max_tokens) t.rollout_args.max_tokens = m.max_response_tokens;
+  if (t.default_reward_fn_type.empty()) t.default_reward_fn_type = cfg.buffer.explorer_input.default_reward_fn_type;
+  t.path = resolve_path(t.path, dir, true);
+}
+
+std::string storage_path(const std::string& path, const std::string& dir) {
+  if (path.rfind("sqlite:///", 0) == 0) {
+    const std::string rest = path.substr(10);
+    return rest.empty() || rest[0] == '/' ? path : "sqlite:///" + resolve_path(rest, dir, false);
+  }
+  return resolve_path(path, dir, false);
+}
+
+void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
+  Config& cfg = p.cfg;
+  BufferConfig& b = cfg.buffer;
+  positive(c, root, "buffer.batch_size", static_cast<double>(b.batch_size));
+  positive(c, root, "buffer.total_epochs", static_cast<double>(b.total_epochs));
+  if (b.total_steps) positive(c, root, "buffer.total_steps", static_cast<double>(*b.total_steps));
+  const bool offline = cfg.schema_type != "experience";
+  if (p.train_batch_size) {
+    b.train_batch_size = *p.train_batch_size;
+    positive(c, root, "buffer.train_batch_size", static_cast<double>(b.train_batch_size));
+  } else if (offline) {
+    bad(c, root, "buffer", strcat("train_batch_size is required for algorithm_type ", cfg.algorithm.algorithm_type));
+  } else {
+    b.train_batch_size = b.batch_size * cfg.repeat_times;
+  }
+  b.cache_dir = file::join(cfg.job_dir(), "buffer");
+  auto& ei = b.explorer_input;
+  const bool explores = cfg.mode == "both" || cfg.mode == "explore";
+  if (explores && !offline && ei.tasksets.empty())
+    bad(c, root, "buffer.explorer_input", strcat("a taskset is required in mode ", cfg.mode));
+  if (cfg.mode == "bench" && ei.eval_tasksets.empty())
+    bad(c, root, "buffer.explorer_input", "mode bench needs at least one entry in eval_tasksets");
+  std::vector<std::string> names;
+  auto unique = [&](const std::string& n, const std::string& path) {
+    if (std::find(names.begin(), names.end(), n) != names.end()) bad(c, root, path, strcat("taskset name '", n, "' is used twice"));
+    names.push_back(n);
+  };
+  for (size_t i = 0; i < ei.tasksets.size(); ++i) {
+    auto& t = ei.tasksets[i];
+    const std::string path = ei.tasksets.size() == 1 && tree_at(root, "buffer.explorer_input.taskset")
+                                 ? "buffer.explorer_input.taskset"
+                                 : strcat("buffer.explorer_input.tasksets[", i, "]");
+    if (t.name.empty()) t.name = strcat("taskset_", i);
+    t.index = static_cast<int64_t>(i);
+    t.is_eval = false;
+    t.repeat_times = cfg.repeat_times;
+    if (t.default_workflow_type.empty()) t.default_workflow_type = ei.default_workflow_type;
+    fill_taskset(t, cfg, c.dir);
+    if (explores && t.default_workflow_type.empty() && t.format.workflow_key.empty())
+      bad(c, root, path, "no workflow: set default_workflow_type here or buffer.explorer_input.default_workflow_type");
+    unique(t.name, path);
+  }
+  for (size_t i = 0; i < ei.eval_tasksets.size(); ++i) {
+    auto& t = ei.eval_tasksets[i];
+    const std::string path = strcat("buffer.explorer_input.eval_tasksets[", i, "]");
+    if (t.name.empty()) t.name = strcat("eval_taskset_", i);
+    t.index = static_cast<int64_t>(i);
+    t.is_eval = true;
+    if (t.default_workflow_type.empty())
+      t.default_workflow_type = !ei.default_eval_workflow_type.empty() ? ei.default_eval_workflow_type
+                                                                        : ei.default_workflow_type;
+    fill_taskset(t, cfg, c.dir);
+    if (t.default_workflow_type.empty() && t.format.workflow_key.empty())
+      bad(c, root, path, "no workflow: set default_workflow_type here or buffer.explorer_input.default_eval_workflow_type");
+    unique(t.name, path);
+  }
+  auto& eb = b.trainer_input.experience_buffer;
+  if (!p.experience_schema_set) eb.schema_type = cfg.schema_type;
+  eb.batch_size = b.train_batch_size;
+  if (offline && (!p.experience_buffer_set || eb.storage_type == "queue"))
+    bad(c, root, "buffer.trainer_input.experience_buffer",
+        strcat("algorithm_type ", cfg.algorithm.algorithm_type, " reads its data from a file or sql experience_buffer ",
+               "(storage_type: file, path: ...)"));
+  if (cfg.mode == "both" && eb.storage_type == "file" && !offline) {
+    c.warn("buffer.trainer_input.experience_buffer: storage_type file becomes queue in mode both (as in Trinity-RFT)");
+    eb.storage_type = "queue";
+  }
+  if ((eb.storage_type == "sql" || eb.storage_type == "sqlite") && eb.path.empty())
+    eb.path = file::join(b.cache_dir, eb.name + ".db");
+  eb.path = eb.storage_type == "file" ? resolve_path(eb.path, c.dir, true) : storage_path(eb.path, c.dir);
+  for (auto& [name, sc] : b.trainer_input.auxiliary_buffers) {
+    if (!p.aux_schema_set.count(name) && sc.storage_type == "file") sc.schema_type = "sft";
+    if ((sc.storage_type == "sql" || sc.storage_type == "sqlite") && sc.path.empty())
+      sc.path = file::join(b.cache_dir, sc.name + ".db");
+    sc.path = sc.storage_type == "file" ? resolve_path(sc.path, c.dir, true) : storage_path(sc.path, c.dir);
+  }
+}
+
+void derive_explorer(Ctx& c, const Tree& root, Parsed& p) {
+  Config& cfg = p.cfg;
+  ExplorerConfig& e = cfg.explorer;
+  inherit(e.rollout_model, p.rollout, cfg.model);
+  if (!e.rollout_model.enable_thinking) e.rollout_model.enable_thinking = cfg.model.enable_thinking;
+  if (e.rollout_model.chat_template.empty()) e.rollout_model.chat_template = cfg.model.custom_chat_template;
+  if (e.rollout_model.engine_num != 1) {
+    positive(c, root, "explorer.rollout_model.engine_num", static_cast<double>(e.rollout_model.engine_num));
+    c.warn(strcat("explorer.rollout_model.engine_num: ", e.rollout_model.engine_num,
+                  " engines requested; trinity runs one engine with continuous batching (engine_num = 1)"));
+    e.rollout_model.engine_num = 1;
+  }
+  positive(c, root, "explorer.rollout_model.kv_cache_bytes", static_cast<double>(e.rollout_model.kv_cache_bytes));
+  for (size_t i = 0; i < e.auxiliary_models.size(); ++i) {
+    auto& a = e.auxiliary_models[i];
+    const std::string path = strcat("explorer.auxiliary_models[", i, "]");
+    if (a.model_path.empty()) bad(c, root, path, "model_path is required");
+    a.model_path = resolve_path(a.model_path, c.dir, true);
+    if (a.name.empty()) a.name = strcat("auxiliary_model_", i);
+    Sampling s = p.aux[i];
+    ModelConfig defaults;  // auxiliary models do not inherit the policy's sampling, only its lengths
+    defaults.max_model_len = cfg.model.max_model_len;
+    defaults.max_prompt_tokens = cfg.model.max_prompt_tokens;
+    defaults.max_response_tokens = cfg.model.max_response_tokens;
+    inherit(a, s, defaults);
+    a.enable_openai_api = true;  // as in Trinity
+    if (a.engine_num != 1) {
+      c.warn(strcat(path, ".engine_num: trinity runs one engine per model"));
+      a.engine_num = 1;
+    }
+  }
+  positive(c, root, "explorer.runner_per_model", static_cast<double>(e.runner_per_model));
+  positive(c, root, "explorer.max_timeout", e.max_timeout);
+  positive(c, root, "explorer.max_retry_times", static_cast<double>(e.max_retry_times), true);
+  positive(c, root, "explorer.eval_interval", static_cast<double>(e.eval_interval));
+  positive(c, root, "explorer.dynamic_timeout.ratio", e.dynamic_timeout.ratio);
+  check_choice(c, root, "explorer.concurrent_mode", e.concurrent_mode, {"sequential", "asynchronous", "multi-threading"});
+  if (e.max_repeat_times_per_runner)
+    positive(c, root, "explorer.max_repeat_times_per_runner", static_cast<double>(*e.max_repeat_times_per_runner));
+}
+
+void derive_sync_trainer(Ctx& c, const Tree& root, Parsed& p) {
+  Config& cfg = p.cfg;
+  SynchronizerConfig& y = cfg.synchronizer;
+  check_choice(c, root, "synchronizer.sync_style", y.sync_style, {"fixed", "explorer_driven", "trainer_driven"});
+  if (p.sync_method) check_choice(c, root, "synchronizer.sync_method", *p.sync_method, {"nccl", "memory", "checkpoint"});
+  if (cfg.mode == "both") {
+    y.sync_method = p.sync_method.value_or("memory");
+    if (y.sync_method == "nccl") {
+      c.warn("synchronizer.sync_method: nccl is a GPU broadcast; trinity runs explorer and trainer in one process "
+             "and uses memory");
+      y.sync_method = "memory";
+    }
+  } else {
+    if (p.sync_method && *p.sync_method != "checkpoint")
+      c.warn(strcat("synchronizer.sync_method: ", *p.sync_method, " is not possible in mode ", cfg.mode,
+                    "; using checkpoint (as in Trinity-RFT)"));
+    y.sync_method = "checkpoint";
+  }
+  positive(c, root, "synchronizer.sync_interval", static_cast<double>(y.sync_interval));
+  positive(c, root, "synchronizer.sync_offset", static_cast<double>(y.sync_offset), true);
+  positive(c, root, "synchronizer.sync_timeout", y.sync_timeout);
+  TrainerConfig& t = cfg.trainer;
+  const bool offline = cfg.schema_type != "experience";
+  if (offline && t.save_interval > 0) y.sync_interval = t.save_interval;
+  ExplorerConfig& e = cfg.explorer;
+  if (cfg.mode != "bench" && !offline && e.eval_interval % y.sync_interval != 0) {
+    const int64_t rounded = std::max<int64_t>(e.eval_interval / y.sync_interval, 1) * y.sync_interval;
+    c.warn(strcat("explorer.eval_interval ", e.eval_interval, " is not a multiple of synchronizer.sync_interval ",
+                  y.sync_interval, "; using ", rounded));
+    e.eval_interval = rounded;
+  }
+  positive(c, root, "trainer.save_interval", static_cast<double>(t.save_interval), true);
+  if (t.total_steps) positive(c, root, "trainer.total_steps", static_cast<double>(*t.total_steps));
+  positive(c, root, "trainer.grad_clip", t.grad_clip, true);
+  check_choice(c, root, "trainer.save_hf_checkpoint", t.save_hf_checkpoint, {"always", "never", "last"});
+  if (t.max_checkpoints_to_keep)
+    positive(c, root, "trainer.max_checkpoints_to_keep", static_cast<double>(*t.max_checkpoints_to_keep));
+  t.max_token_len_per_gpu = p.max_token_len_per_gpu.value_or(2 * cfg.model.max_model_len);
+  positive(c, root, "trainer.max_token_len_per_gpu", static_cast<double>(t.max_token_len_per_gpu));
+  if (t.max_token_len_per_gpu < cfg.model.max_model_len)
+    bad(c, root, "trainer.max_token_len_per_gpu",
+        strcat(t.max_token_len_per_gpu, " is below model.max_model_len (", cfg.model.max_model_len,
+               "); one sequence must fit in a micro-batch"));
+  positive(c, root, "trainer.micro_batch_size", static_cast<double>(t.micro_batch_size));
+  positive(c, root, "trainer.critic.lr", t.critic.lr, true);
+  positive(c, root, "trainer.critic.cliprange_value", t.critic.cliprange_value);
+}
+
+}  // namespace
+
+void derive(Ctx& c, const Tree& root, Parsed& p) {
+  Config& cfg = p.cfg;
+  if (cfg.mode == "colocate")
+    throw UnsupportedError("config", strcat(tree_location(at_or(root, "mode"), c.file),
+                                            ": mode: colocate (explorer and trainer sharing one GPU) is not supported "
+                                            "by trinity; use mode: both (one process)"));
+  check_choice(c, root, "mode", cfg.mode, {"both", "explore", "train", "bench", "serve"});
+  if (cfg.name.empty()) bad(c, root, "name", "must not be empty");
+  cfg.checkpoint_root_dir = std::filesystem::absolute(cfg.checkpoint_root_dir.empty() ? "." : cfg.checkpoint_root_dir)
+                                .lexically_normal()
+                                .string();
+  if (cfg.checkpoint_root_dir.size() > 1 && cfg.checkpoint_root_dir.back() == '/') cfg.checkpoint_root_dir.pop_back();
+  // Algorithm: resolving it validates every component name and argument.
+  {
+    const algo::Algorithm alg(cfg.algorithm);
+    cfg.repeat_times = alg.repeat_times();
+    cfg.schema_type = alg.schema() == algo::Schema::kSft ? "sft" : alg.schema() == algo::Schema::kDpo ? "dpo" : "experience";
+  }
+  OptimizerConfig& o = cfg.optimizer;
+  positive(c, root, "algorithm.optimizer.lr", o.lr, true);
+  if (o.lr_warmup_steps_ratio < 0 || o.lr_warmup_steps_ratio > 1)
+    bad(c, root, "algorithm.optimizer.lr_warmup_steps_ratio", strcat("must be in [0, 1], got ", o.lr_warmup_steps_ratio));
+  if (o.min_lr_ratio < 0 || o.min_lr_ratio > 1)
+    bad(c, root, "algorithm.optimizer.min_lr_ratio", strcat("must be in [0, 1], got ", o.min_lr_ratio));
+  check_choice(c, root, "algorithm.optimizer.lr_scheduler_type", o.lr_scheduler_type, {"constant", "cosine"});
+  if (o.optimizer_type == "sgd")
+    throw UnsupportedError("config", strcat(tree_location(at_or(root, "algorithm.optimizer.optimizer_type"), c.file),
+                                            ": algorithm.optimizer.optimizer_type: sgd is not implemented in trinity "
+                                            "(adam / adamw are)"));
+  check_choice(c, root, "algorithm.optimizer.optimizer_type", o.optimizer_type, {"adam", "adamw"});
+  for (double beta : o.betas)
+    if (beta < 0 || beta >= 1) bad(c, root, "algorithm.optimizer.betas", strcat("each beta must be in [0, 1), got ", beta));
+  positive(c, root, "algorithm.optimizer.weight_decay", o.weight_decay, true);
+  derive_model(c, root, p);
+  derive_buffer(c, root, p);
+  derive_explorer(c, root, p);
+  derive_sync_trainer(c, root, p);
+  MonitorConfig& mon = cfg.monitor;
+  if (mon.monitor_type == "wandb" || mon.monitor_type == "mlflow" || mon.monitor_type == "swanlab") {
+    c.warn(strcat("monitor.monitor_type: ", mon.monitor_type, " is not available in trinity; writing jsonl metrics"));
+    mon.monitor_type = "jsonl";
+  }
+  check_choice(c, root, "monitor.monitor_type", mon.monitor_type, {"tensorboard", "jsonl", "none"});
+  std::string& lvl = cfg.log.level;
+  std::transform(lvl.begin(), lvl.end(), lvl.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  if (lvl == "WARN") lvl = "WARNING";
+  check_choice(c, root, "log.level", lvl, {"DEBUG", "INFO", "WARNING", "ERROR"});
+}
+
+}  // namespace trinity::config::detail

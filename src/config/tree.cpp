@@ -1,0 +1,296 @@
+// The config tree (tree.h): YAML -> Tree via yaml-cpp (private to this file), dotted-path lookup,
+// `--set` overrides and OmegaConf-style interpolation: ${oc.env:VAR[,default]} and ${a.b.c}.
+#include "config/tree.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace trinity::config::detail {
+
+namespace {
+
+Tree convert(const YAML::Node& n) {
+  Tree t;
+  t.line = n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+  switch (n.Type()) {
+    case YAML::NodeType::Scalar:
+      t.kind = Tree::Kind::kScalar;
+      t.scalar = n.Scalar();
+      t.quoted = n.Tag() == "!";
+      break;
+    case YAML::NodeType::Sequence:
+      t.kind = Tree::Kind::kSeq;
+      for (const auto& c : n) t.seq.push_back(convert(c));
+      break;
+    case YAML::NodeType::Map:
+      t.kind = Tree::Kind::kMap;
+      for (const auto& kv : n) {
+        Tree v = convert(kv.second);
+        if (v.line == 0) v.line = kv.first.Mark().line + 1;  // null values carry no mark
+        t.map.emplace_back(kv.first.as<std::string>(), std::move(v));
+      }
+      break;
+    default:
+      t.kind = Tree::Kind::kNull;
+  }
+  return t;
+}
+
+void set_origin(Tree& t, const std::string& origin) {
+  t.origin = origin;
+  t.line = 0;
+  for (auto& [k, v] : t.map) set_origin(v, origin);
+  for (auto& v : t.seq) set_origin(v, origin);
+}
+
+// Splits "a.b[0].c" / "a.b.0.c" into {"a","b","0","c"}.
+std::vector<std::string> split_path(const std::string& dotted) {
+  std::vector<std::string> parts;
+  std::string cur;
+  for (char c : dotted) {
+    if (c == '.' || c == '[') {
+      if (!cur.empty()) parts.push_back(cur);
+      cur.clear();
+    } else if (c != ']') {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) parts.push_back(cur);
+  return parts;
+}
+
+bool parse_index(const std::string& s, size_t& out) {
+  if (s.empty() || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  out = std::stoul(s);
+  return true;
+}
+
+class Interpolator {
+ public:
+  Interpolator(Tree& root, const std::string& file) : root_(root), file_(file) {}
+
+  void visit(Tree& n, const std::string& path) {
+    if (n.is_map()) {
+      for (auto& [k, v] : n.map) visit(v, path.empty() ? k : path + "." + k);
+    } else if (n.is_seq()) {
+      for (size_t i = 0; i < n.seq.size(); ++i) visit(n.seq[i], strcat(path, "[", i, "]"));
+    } else if (n.is_scalar() && n.scalar.find("${") != std::string::npos) {
+      resolve(n, path);
+    }
+  }
+
+ private:
+  void resolve(Tree& n, const std::string& path) {
+    if (std::find(stack_.begin(), stack_.end(), path) != stack_.end())
+      throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": interpolation cycle through ",
+                                         stack_.front()));
+    stack_.push_back(path);
+    const std::string text = n.scalar;
+    const size_t open = text.find("${");
+    const size_t close = text.find('}', open);
+    if (close == std::string::npos)
+      throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": unterminated '${' in '", text, "'"));
+    const bool whole = open == 0 && close == text.size() - 1;
+    Tree value = evaluate(n, path, text.substr(open + 2, close - open - 2));
+    if (whole) {
+      const int line = n.line;
+      const std::string origin = n.origin;
+      n = std::move(value);
+      n.line = line;
+      n.origin = origin;
+    } else {
+      if (!value.is_scalar() && !value.is_null())
+        throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": '", text,
+                                           "' splices a mapping or list into a string"));
+      n.scalar = text.substr(0, open) + value.scalar + text.substr(close + 1);
+      n.quoted = true;
+      if (n.scalar.find("${") != std::string::npos) {
+        stack_.pop_back();
+        resolve(n, path);  // next interpolation in the same string
+        return;
+      }
+    }
+    stack_.pop_back();
+  }
+
+  Tree evaluate(const Tree& n, const std::string& path, const std::string& expr) {
+    Tree out;
+    out.kind = Tree::Kind::kScalar;
+    if (expr.rfind("oc.env:", 0) == 0) {
+      std::string var = expr.substr(7), def;
+      bool has_def = false;
+      if (auto c = var.find(','); c != std::string::npos) {
+        def = var.substr(c + 1);
+        var = var.substr(0, c);
+        has_def = true;
+      }
+      auto trim = [](std::string s) {
+        while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.erase(s.begin());
+        while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
+        if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front())
+          s = s.substr(1, s.size() - 2);
+        return s;
+      };
+      var = trim(var);
+      if (const char* v = std::getenv(var.c_str())) {
+        out.scalar = v;
+      } else if (has_def) {
+        out.scalar = trim(def);
+        if (out.scalar == "null") out.kind = Tree::Kind::kNull;
+      } else {
+        throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": environment variable '", var,
+                                           "' is not set and ${oc.env:", var, "} has no default"));
+      }
+      return out;
+    }
+    if (expr.find(':') != std::string::npos || expr.empty() || expr.front() == '.')
+      throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": unsupported interpolation '${", expr,
+                                         "}' (supported: ${oc.env:VAR}, ${oc.env:VAR,default}, ${section.key})"));
+    const Tree* target = tree_at(root_, expr);
+    if (!target)
+      throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": interpolation '${", expr,
+                                         "}' refers to a key that is not set in the config"));
+    Tree& t = const_cast<Tree&>(*target);
+    visit(t, expr);  // resolve the target first (cycle-checked)
+    return t;
+  }
+
+  Tree& root_;
+  const std::string& file_;
+  std::vector<std::string> stack_;
+};
+
+}  // namespace
+
+const Tree* Tree::find(const std::string& key) const {
+  for (const auto& [k, v] : map)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+Tree* Tree::find(const std::string& key) {
+  for (auto& [k, v] : map)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+Tree& Tree::get_or_add(const std::string& key) {
+  if (kind == Kind::kNull) kind = Kind::kMap;
+  if (Tree* t = find(key)) return *t;
+  map.emplace_back(key, Tree{});
+  return map.back().second;
+}
+
+void Tree::erase(const std::string& key) {
+  map.erase(std::remove_if(map.begin(), map.end(), [&](const auto& kv) { return kv.first == key; }), map.end());
+}
+
+std::string Tree::short_repr() const {
+  switch (kind) {
+    case Kind::kScalar: return "'" + scalar + "'";
+    case Kind::kMap: return "a mapping";
+    case Kind::kSeq: return "a list";
+    default: return "null";
+  }
+}
+
+Tree tree_from_yaml(const std::string& text, const std::string& file) {
+  try {
+    return convert(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("config", strcat(file, ":", e.mark.line + 1, ": invalid YAML: ", e.msg));
+  }
+}
+
+const Tree* tree_at(const Tree& root, const std::string& dotted) {
+  const Tree* cur = &root;
+  for (const auto& p : split_path(dotted)) {
+    size_t idx = 0;
+    if (cur->is_map()) {
+      cur = cur->find(p);
+    } else if (cur->is_seq() && parse_index(p, idx)) {
+      cur = idx < cur->seq.size() ? &cur->seq[idx] : nullptr;
+    } else {
+      return nullptr;
+    }
+    if (!cur) return nullptr;
+  }
+  return cur;
+}
+
+void tree_put(Tree& root, const std::string& dotted, Tree value) {
+  const auto parts = split_path(dotted);
+  if (parts.empty()) throw ConfigError("config", strcat("--set '", dotted, "': empty key path"));
+  Tree* cur = &root;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    size_t idx = 0;
+    Tree* next = nullptr;
+    if (cur->is_seq()) {
+      if (!parse_index(parts[i], idx) || idx >= cur->seq.size())
+        throw ConfigError("config", strcat("--set ", dotted, ": '", parts[i], "' is not an index of the list (size ",
+                                           cur->seq.size(), ")"));
+      next = &cur->seq[idx];
+    } else if (cur->is_map() || cur->is_null()) {
+      next = &cur->get_or_add(parts[i]);
+    } else {
+      throw ConfigError("config", strcat("--set ", dotted, ": '", parts[i - 1], "' is a scalar, not a mapping"));
+    }
+    if (last) {
+      *next = std::move(value);
+      return;
+    }
+    cur = next;
+  }
+}
+
+void tree_set(Tree& root, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("config", strcat("--set '", assignment, "': expected key.path=value"));
+  const std::string key = assignment.substr(0, eq);
+  Tree value = tree_from_yaml(assignment.substr(eq + 1), "--set " + assignment);
+  set_origin(value, "--set " + assignment);
+  tree_put(root, key, std::move(value));
+}
+
+void tree_interpolate(Tree& root, const std::string& file) {
+  Interpolator in(root, file);
+  in.visit(root, "");
+}
+
+std::string tree_location(const Tree& node, const std::string& file) {
+  if (!node.origin.empty()) return node.origin;
+  if (node.line > 0) return strcat(file, ":", node.line);
+  return file;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(key, c);
+    if (d < best_d) best_d = d, best = c;
+  }
+  const size_t limit = std::max<size_t>(2, key.size() / 3);
+  if (best.empty() || best_d > limit) return "";
+  return "did you mean '" + best + "'?";
+}
+
+}  // namespace trinity::config::detail
