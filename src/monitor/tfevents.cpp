@@ -122,12 +122,10 @@ std::string event_scalars(double wall_time, int64_t step, const std::map<std::st
 }
 
 std::string event_text(double wall_time, int64_t step, const std::string& tag, const std::string& text) {
-  // TensorProto{dtype=1: DT_STRING(7), tensor_shape=2: {dim=2: {size=1: 1}}, string_val=8: text}
-  std::string dim, shape, tensor;
-  put_int(dim, 1, 1);
-  put_bytes(shape, 2, dim);
+  // TensorProto{dtype=1: DT_STRING(7), tensor_shape=2: {} (a scalar), string_val=8: text}
+  std::string tensor;
   put_int(tensor, 1, 7);
-  put_bytes(tensor, 2, shape);
+  put_bytes(tensor, 2, "");
   put_bytes(tensor, 8, text);
   // SummaryMetadata{plugin_data=1: PluginData{plugin_name=1: "text"}}
   std::string plugin, metadata;
