@@ -1,10 +1,12 @@
 // Monitor JSONL: complete, parseable lines under 4 threads x 1000 logs, two processes appending to
-// one file, non-finite values as null, rollout examples, type/role validation.
+// one file, a SIGKILLed writer keeping every line, non-finite values as null, rollout examples,
+// type/role validation.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -127,6 +129,24 @@ TEST(Monitor, TwoProcessesAppendToOneFile) {
     trainer += j["role"] == "trainer";
   }
   EXPECT_EQ(trainer, 1000);
+  fs::remove_all(dir);
+}
+
+TEST(Monitor, KilledRunKeepsEveryLoggedLine) {
+  const std::string dir = temp_dir();
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Monitor m(dir, "trainer", "tensorboard");
+    for (int i = 0; i < 10; ++i) m.log({{"actor/pg_loss", i * 0.5}}, i);
+    raise(SIGKILL);  // no destructors, no flush at exit
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  const auto lines = read_lines(dir + "/monitor/metrics.jsonl");
+  ASSERT_EQ(lines.size(), 10u);
+  EXPECT_EQ(lines[9]["actor/pg_loss"].get<double>(), 4.5);
   fs::remove_all(dir);
 }
 
