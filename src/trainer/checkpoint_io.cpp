@@ -150,7 +150,17 @@ std::string save_trainer_checkpoint(const std::string& job_dir, int64_t step, Po
     model::SaveOptions so;
     so.copy_tokenizer_from = opts.tokenizer_dir;
     trainer.actor().save(file::join(dir, "huggingface"), so);
-    if (trainer.critic()) trainer.critic()->save(file::join(dir, "critic"), so);
+    if (trainer.critic()) {
+      // model::save_checkpoint wants an LM head; the value model is written directly (same config.json,
+      // parameters under their HF names incl. score.weight / score.bias), loadable with HeadKind::kValue.
+      const std::string cdir = file::join(dir, "critic");
+      file::make_dirs(cdir);
+      file::write_atomic(file::join(cdir, "config.json"), file::read_all(file::join(dir, "huggingface/config.json")));
+      const auto views = trainer.critic()->param_tensors();
+      std::vector<model::NamedTensor> named;
+      for (size_t i = 0; i < views.size(); ++i) named.push_back({trainer.critic()->param_specs()[i].name, &views[i]});
+      model::write_safetensors(file::join(cdir, "model.safetensors"), named, tensor::DType::kF32);
+    }
     std::vector<tensor::Tensor> ts;
     std::vector<std::string> names;
     auto add = [&](const std::string& prefix, AdamW& o) {

@@ -1,0 +1,136 @@
+// Experience -> packed model batch / padded [B, T] arrays: targets only at response positions, model
+// logprob rows aligned with response tokens, scatter/gather round trip, DPO row expansion, micro-batch
+// ranges, and explorer-side GRPO advantages on experiences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+#include "trainer/experience_batch.h"
+#include "trainer_test_util.h"
+
+using namespace trinity;
+using namespace trinity::trainer;
+
+namespace {
+
+TEST(ExperienceBatch, TargetsOnlyAtResponsePositionsAndRowsAlign) {
+  Rng rng(1);
+  std::vector<buffer::Experience> exps = {test::make_exp(rng, 3, 4, 37, 0, 0, 1.0),
+                                          test::make_exp(rng, 1, 2, 37, 0, 1, 0.0),
+                                          test::make_exp(rng, 5, 6, 37, 1, 0, 0.5)};
+  exps[1].action_mask = {0, 1};
+  exps[2].logprobs = {-1, -2, -3, -4, -5, -6};
+  const ExperienceBatch eb = make_batch(exps);
+  ASSERT_EQ(eb.B, 3);
+  ASSERT_EQ(eb.T, 6);
+  const model::Batch pb = eb.packed(0, eb.B);
+  ASSERT_EQ(pb.rows(), 7 + 3 + 11);
+  // The k-th row with a target predicts the k-th response token, in order.
+  std::vector<int32_t> want;
+  for (const auto& e : exps) want.insert(want.end(), e.tokens.begin() + e.prompt_length, e.tokens.end());
+  std::vector<int32_t> got;
+  for (int64_t i = 0; i < pb.rows(); ++i)
+    if (pb.targets[static_cast<size_t>(i)] >= 0) got.push_back(pb.targets[static_cast<size_t>(i)]);
+  EXPECT_EQ(got, want);
+  // Row P-1 of each sequence predicts its first response token; earlier rows have no target.
+  EXPECT_EQ(pb.targets[0], -1);
+  EXPECT_EQ(pb.targets[1], -1);
+  EXPECT_EQ(pb.targets[2], exps[0].tokens[3]);
+  EXPECT_EQ(pb.targets[6], -1);  // last token of sequence 0
+  EXPECT_EQ(pb.targets[7], exps[1].tokens[1]);
+  EXPECT_EQ(pb.positions[7], 0);
+  // The model gives exactly one logprob per response token.
+  model::Transformer m = test::tiny_model();
+  std::vector<float> lp, ent;
+  m.forward(pb, lp, ent);
+  EXPECT_EQ(lp.size(), want.size());
+  // Padded arrays.
+  EXPECT_EQ(eb.mask[eb.at(1, 0)], 0.0f);
+  EXPECT_EQ(eb.mask[eb.at(1, 1)], 1.0f);
+  EXPECT_EQ(eb.mask[eb.at(1, 2)], 0.0f);  // padding
+  EXPECT_EQ(eb.old_logprob[eb.at(2, 5)], -6.0f);
+  EXPECT_EQ(eb.rewards, (std::vector<float>{1.0f, 0.0f, 0.5f}));
+  EXPECT_EQ(eb.group[0], eb.group[1]);
+  EXPECT_NE(eb.group[0], eb.group[2]);
+  EXPECT_NE(eb.run[0], eb.run[1]);
+  // scatter/gather round trip, whole batch and a sub-range.
+  const auto pad = eb.scatter(lp, 0, eb.B);
+  EXPECT_EQ(eb.gather(pad.data(), 0, eb.B), lp);
+  EXPECT_EQ(pad[eb.at(0, 4)], 0.0f);
+  std::vector<float> tail(lp.begin() + 4, lp.end());
+  const auto pad2 = eb.scatter(tail, 1, 3);
+  EXPECT_EQ(pad2.size(), static_cast<size_t>(2 * eb.T));
+  EXPECT_EQ(eb.gather(pad2.data(), 1, 3), tail);
+  // Sub-range packing equals the corresponding slice of model outputs.
+  std::vector<float> lp2, ent2;
+  m.forward(eb.packed(1, 3), lp2, ent2);
+  ASSERT_EQ(lp2.size(), tail.size());
+  for (size_t i = 0; i < tail.size(); ++i) EXPECT_NEAR(lp2[i], tail[i], 1e-5);
+}
+
+TEST(ExperienceBatch, DpoExpandsToChosenRejectedRows) {
+  buffer::Experience e;
+  e.tokens = {1, 2, 3};
+  e.prompt_length = 3;
+  e.chosen = {4, 5};
+  e.rejected = {6};
+  const ExperienceBatch eb = make_batch({e, e});
+  ASSERT_TRUE(eb.dpo);
+  ASSERT_EQ(eb.B, 4);
+  EXPECT_EQ(eb.seqs[0], (std::vector<int32_t>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(eb.seqs[1], (std::vector<int32_t>{1, 2, 3, 6}));
+  EXPECT_EQ(eb.T, 2);
+  EXPECT_EQ(eb.mask, (std::vector<float>{1, 1, 1, 0, 1, 1, 1, 0}));
+  // Pairs stay in one micro-batch.
+  for (auto [b0, b1] : micro_ranges(eb, 1, 0, true)) EXPECT_EQ((b1 - b0) % 2, 0);
+  buffer::Experience plain;
+  plain.tokens = {1, 2};
+  plain.prompt_length = 1;
+  EXPECT_THROW(make_batch({e, plain}), ValueError);
+}
+
+TEST(ExperienceBatch, RejectsBadShapes) {
+  Rng rng(2);
+  auto e = test::make_exp(rng, 2, 3, 37, 0, 0, 1);
+  e.logprobs.pop_back();
+  EXPECT_THROW(make_batch({e}), ValueError);
+  auto z = test::make_exp(rng, 0, 3, 37, 0, 0, 1);
+  EXPECT_THROW(make_batch({z}), ValueError);
+}
+
+TEST(ExperienceBatch, MicroRangesByTokensAndRows) {
+  Rng rng(3);
+  std::vector<buffer::Experience> exps;
+  for (int i = 0; i < 5; ++i) exps.push_back(test::make_exp(rng, 2, 3, 37, i, 0, 0));  // 5 tokens each
+  const ExperienceBatch eb = make_batch(exps);
+  using R = std::vector<std::pair<int64_t, int64_t>>;
+  EXPECT_EQ(micro_ranges(eb, 10, 0), (R{{0, 2}, {2, 4}, {4, 5}}));
+  EXPECT_EQ(micro_ranges(eb, 3, 0), (R{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}));  // over-long rows alone
+  EXPECT_EQ(micro_ranges(eb, 0, 2), (R{{0, 2}, {2, 4}, {4, 5}}));
+  EXPECT_EQ(micro_ranges(eb, 0, 0), (R{{0, 5}}));
+}
+
+TEST(ExperienceBatch, ExplorerGrpoAdvantages) {
+  algo::AlgorithmSpec spec;
+  spec.algorithm_type = "grpo";
+  algo::Algorithm alg(spec);
+  Rng rng(4);
+  std::vector<buffer::Experience> exps = {test::make_exp(rng, 2, 3, 37, 0, 0, 1.0), test::make_exp(rng, 2, 2, 37, 0, 1, 0.0),
+                                          test::make_exp(rng, 2, 4, 37, 1, 0, 0.5), test::make_exp(rng, 2, 1, 37, 1, 1, 0.5)};
+  Rng arng(5);
+  const auto metrics = compute_advantages(alg, exps, arng);
+  ASSERT_EQ(exps.size(), 4u);
+  ASSERT_EQ(exps[0].advantages.size(), 3u);
+  ASSERT_EQ(exps[1].advantages.size(), 2u);
+  // (r - mean) / (std + eps) with the unbiased std of {1, 0}: ±1/sqrt(0.5) = ±0.7071.
+  EXPECT_NEAR(exps[0].advantages[0], 0.70710677, 1e-4);
+  EXPECT_NEAR(exps[1].advantages[1], -0.70710677, 1e-4);
+  EXPECT_NEAR(exps[2].advantages[3], 0.0, 1e-6);
+  EXPECT_TRUE(metrics.count("critic/score/mean"));
+  bool pipeline = false;
+  for (const auto& [k, v] : metrics) pipeline |= k.rfind("experience_pipeline/", 0) == 0;
+  EXPECT_TRUE(pipeline);
+}
+
+}  // namespace
