@@ -116,10 +116,20 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
   const size_t n = static_cast<size_t>(eb.B * eb.T);
   eb.old_logprob.assign(n, 0.0f);
   eb.mask.assign(n, 0.0f);
+  // Expert (SFT) rows of mix / mix_chord may lack rollout arrays; they read as zeros.
+  std::vector<uint8_t> expert(exps.size());
+  for (size_t i = 0; i < exps.size(); ++i) expert[i] = info_is_expert(exps[i].info) ? 1 : 0;
   auto all_have = [&](auto field) {
     if (eb.dpo) return false;
-    return std::all_of(exps.begin(), exps.end(), [&](const buffer::Experience& e) { return !(e.*field).empty(); });
+    bool any = false;
+    for (size_t i = 0; i < exps.size(); ++i) {
+      if (expert[i] && (exps[i].*field).empty()) continue;
+      if ((exps[i].*field).empty()) return false;
+      any = true;
+    }
+    return any;
   };
+  auto has = [](const std::vector<float>& v) { return !v.empty(); };
   const bool has_adv = all_have(&buffer::Experience::advantages), has_ret = all_have(&buffer::Experience::returns),
              has_tr = all_have(&buffer::Experience::token_rewards),
              has_teacher = all_have(&buffer::Experience::teacher_logprobs);
@@ -134,7 +144,7 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
     if (eb.dpo) {
       std::fill_n(eb.mask.begin() + b * T, R, 1.0f);
     } else {
-      if (!e.logprobs.empty()) put_row(eb.old_logprob, e.logprobs, b, T, R, "logprobs", e);
+      if (has(e.logprobs)) put_row(eb.old_logprob, e.logprobs, b, T, R, "logprobs", e);
       if (e.action_mask.empty()) {
         std::fill_n(eb.mask.begin() + b * T, R, 1.0f);
       } else {
@@ -143,10 +153,10 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
                                              " values, expected the response length ", R));
         for (int64_t t = 0; t < R; ++t) eb.mask[eb.at(b, t)] = e.action_mask[static_cast<size_t>(t)] ? 1.0f : 0.0f;
       }
-      if (has_adv) put_row(eb.advantages, e.advantages, b, T, R, "advantages", e);
-      if (has_ret) put_row(eb.returns, e.returns, b, T, R, "returns", e);
-      if (has_tr) put_row(eb.token_rewards, e.token_rewards, b, T, R, "token_rewards", e);
-      if (has_teacher) put_row(eb.teacher_logprob, e.teacher_logprobs, b, T, R, "teacher_logprobs", e);
+      if (has_adv && has(e.advantages)) put_row(eb.advantages, e.advantages, b, T, R, "advantages", e);
+      if (has_ret && has(e.returns)) put_row(eb.returns, e.returns, b, T, R, "returns", e);
+      if (has_tr && has(e.token_rewards)) put_row(eb.token_rewards, e.token_rewards, b, T, R, "token_rewards", e);
+      if (has_teacher && has(e.teacher_logprobs)) put_row(eb.teacher_logprob, e.teacher_logprobs, b, T, R, "teacher_logprobs", e);
     }
     eb.rewards.push_back(static_cast<float>(e.reward.value_or(0.0)));
     eb.group.push_back(e.eid.tid());
@@ -154,7 +164,7 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
     eb.run_step.push_back(e.eid.step);
     eb.lengths.push_back(R);
     eb.model_version.push_back(e.model_version);
-    eb.is_expert.push_back(info_is_expert(e.info) ? 1 : 0);
+    eb.is_expert.push_back(expert[static_cast<size_t>(eb.source[static_cast<size_t>(b)])]);
   }
   return eb;
 }

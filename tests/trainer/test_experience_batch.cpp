@@ -90,6 +90,24 @@ TEST(ExperienceBatch, DpoExpandsToChosenRejectedRows) {
   EXPECT_THROW(make_batch({e, plain}), ValueError);
 }
 
+TEST(ExperienceBatch, ExpertRowsWithoutRolloutArraysReadAsZeros) {
+  Rng rng(6);
+  auto usual = test::make_exp(rng, 2, 3, 37, 0, 0, 1);
+  usual.advantages = {0.5f, 0.5f, 0.5f};
+  auto expert = test::make_exp(rng, 2, 2, 37, 1, 0, 0);
+  expert.logprobs.clear();
+  expert.info = R"({"is_expert": true})";
+  const ExperienceBatch eb = make_batch({usual, expert});
+  EXPECT_TRUE(eb.has_old_logprob);
+  ASSERT_EQ(eb.advantages.size(), static_cast<size_t>(2 * eb.T));
+  EXPECT_EQ(eb.advantages[eb.at(0, 2)], 0.5f);
+  EXPECT_EQ(eb.advantages[eb.at(1, 0)], 0.0f);
+  EXPECT_EQ(eb.is_expert, (std::vector<uint8_t>{0, 1}));
+  // Without the expert flag a missing array means the batch has none.
+  expert.info.clear();
+  EXPECT_TRUE(make_batch({usual, expert}).advantages.empty());
+}
+
 TEST(ExperienceBatch, RejectsBadShapes) {
   Rng rng(2);
   auto e = test::make_exp(rng, 2, 3, 37, 0, 0, 1);
