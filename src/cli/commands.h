@@ -19,5 +19,6 @@ int cmd_buffer_head(const Argv& args);
 int cmd_buffer_export(const Argv& args);
 int cmd_tokenize(const Argv& args);
 int cmd_serve(const Argv& args);
+int cmd_make_data(const Argv& args);
 
 }  // namespace trinity::cli

@@ -98,8 +98,9 @@ void write_lines(const std::string& path, const std::vector<json>& rows) {
   file::write_atomic(path, text);
 }
 
-bool has_carry(int64_t a, int64_t b) {
-  while (a > 0 || b > 0) {
+// A carry out of any column but the leading one (whose full sum is written anyway).
+bool has_lower_carry(int64_t a, int64_t b) {
+  while (a / 10 > 0 || b / 10 > 0) {
     if (a % 10 + b % 10 >= 10) return true;
     a /= 10, b /= 10;
   }
@@ -111,7 +112,9 @@ bool has_carry(int64_t a, int64_t b) {
 int64_t sum_without_carry(int64_t a, int64_t b) {
   int64_t out = 0, place = 1;
   while (a > 0 || b > 0) {
-    out += ((a % 10 + b % 10) % 10) * place;
+    const int64_t col = a % 10 + b % 10;
+    const bool leading = a / 10 == 0 && b / 10 == 0;
+    out += (leading ? col : col % 10) * place;
     a /= 10, b /= 10, place *= 10;
   }
   return out;
@@ -145,7 +148,7 @@ void write_arithmetic_sft(const std::string& path, int64_t n, double correct_fra
     int64_t a = operand(rng, digits), b = operand(rng, digits);
     const bool ok = correct[static_cast<size_t>(i)] != 0;
     if (!ok)
-      while (!has_carry(a, b)) a = operand(rng, digits), b = operand(rng, digits);
+      while (!has_lower_carry(a, b)) a = operand(rng, digits), b = operand(rng, digits);
     const int64_t resp = ok ? a + b : sum_without_carry(a, b);
     rows.push_back({{"prompt", strcat(a, "+", b, "=")}, {"response", std::to_string(resp)}});
   }

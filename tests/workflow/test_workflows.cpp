@@ -316,7 +316,9 @@ TEST(ArithmeticData, TasksetRows) {
 
 TEST(ArithmeticData, SftCorrectFractionAndRealMistakes) {
   EXPECT_EQ(sum_without_carry(18, 25), 33);
-  EXPECT_EQ(sum_without_carry(99, 99), 88);
+  EXPECT_EQ(sum_without_carry(99, 99), 188);
+  EXPECT_EQ(sum_without_carry(87, 26), 103);
+  EXPECT_EQ(sum_without_carry(91, 20), 111);  // only a leading carry: same as the true sum
   EXPECT_EQ(sum_without_carry(12, 34), 46);
   const std::string dir = tmp_dir("sft");
   write_arithmetic_sft(dir + "/s.jsonl", 1000, 0.3, 9);
