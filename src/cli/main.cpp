@@ -23,6 +23,8 @@ const Command kCommands[] = {
     {"buffer stats", trinity::cli::cmd_buffer_stats, "counts by status / model version, reward histogram"},
     {"buffer head", trinity::cli::cmd_buffer_head, "print the first experiences of a buffer"},
     {"buffer export", trinity::cli::cmd_buffer_export, "export a buffer to lossless JSONL"},
+    {"run", trinity::cli::cmd_run, "run a config: all stages, in their modes (both/explore/train/bench)"},
+    {"config check", trinity::cli::cmd_config_check, "validate a config; print it fully resolved and its warnings"},
     {"demo", trinity::cli::cmd_demo, "train a small model on a pattern, then generate from it"},
     {"init-model", trinity::cli::cmd_init_model, "write a random-init HF checkpoint"},
     {"make-data", trinity::cli::cmd_make_data, "write a synthetic data set (arithmetic: train/eval/sft JSONL)"},

@@ -1,0 +1,151 @@
+// EngineClient: workflow::ModelClient over the generation engine (see engine_client.h).
+#include "explorer/engine_client.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "tokenizer/model_files.h"
+
+namespace trinity::explorer {
+
+std::shared_ptr<const tok::ChatFormatter> RolloutModel::load_chat(const std::string& dir, int64_t model_vocab,
+                                                                   const std::string& custom_template,
+                                                                   std::vector<int32_t>* stop_ids) {
+  tok::Tokenizer t = tok::load_model_tokenizer(dir, model_vocab);
+  tok::TokenizerConfig tc = tok::TokenizerConfig::load(dir);
+  if (!custom_template.empty()) {
+    tc.chat_templates.erase(std::remove_if(tc.chat_templates.begin(), tc.chat_templates.end(),
+                                           [](const auto& p) { return p.first == "default"; }),
+                            tc.chat_templates.end());
+    tc.chat_templates.insert(tc.chat_templates.begin(), {"default", custom_template});
+  }
+  if (stop_ids) *stop_ids = tok::model_stop_ids(dir, t, tc);
+  if (tc.chat_templates.empty()) {
+    // No template: plain-text workflows still work; chat() reports the missing template.
+    tc.chat_templates.push_back({"default", "{{ raise_exception('[explorer] " + dir +
+                                                ": tokenizer_config.json has no chat_template; set "
+                                                "model.custom_chat_template or use a plain-text workflow') }}"});
+  }
+  return std::make_shared<const tok::ChatFormatter>(std::move(t), tc);
+}
+
+EngineClient::EngineClient(std::shared_ptr<const RolloutModel> model, const buffer::Task* task, std::optional<uint64_t> seed)
+    : keep_(std::move(model)), m_(*keep_), task_(task), seed_(seed) {}
+
+void EngineClient::check() const {
+  if (cancelled_.load()) throw workflow::CancelledError("the attempt was cancelled (timeout or shutdown)");
+}
+
+void EngineClient::cancel() {
+  cancelled_.store(true);
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& h : inflight_) h.cancel();
+}
+
+engine::SamplingParams EngineClient::params(const workflow::GenOptions& o) const {
+  const RolloutDefaults& d = m_.defaults;
+  const buffer::RolloutArgs* ra = task_ ? &task_->rollout_args : nullptr;
+  engine::SamplingParams p;
+  p.temperature = o.temperature.value_or(ra && ra->temperature ? *ra->temperature : d.temperature);
+  p.top_p = o.top_p.value_or(ra && ra->top_p ? *ra->top_p : d.top_p);
+  p.top_k = o.top_k.value_or(ra && ra->top_k ? *ra->top_k : d.top_k);
+  p.max_tokens = o.max_tokens.value_or(ra && ra->max_tokens ? *ra->max_tokens : d.max_tokens);
+  p.min_tokens = o.min_tokens.value_or(d.min_tokens);
+  p.min_p = o.min_p.value_or(0.0);
+  p.repetition_penalty = o.repetition_penalty.value_or(d.repetition_penalty);
+  p.n = o.n;
+  p.stop = o.stop;
+  p.stop_token_ids = m_.stop_ids;
+  for (int32_t id : o.stop_token_ids) p.stop_token_ids.push_back(id);
+  p.seed = o.seed;
+  return p;
+}
+
+std::vector<workflow::Sample> EngineClient::generate_ids(const std::vector<int32_t>& prompt_ids,
+                                                         const workflow::GenOptions& opt) {
+  check();
+  engine::SamplingParams p = params(opt);
+  if (!p.seed && seed_) p.seed = *seed_ + 7919 * calls_;
+  ++calls_;
+  engine::RequestHandle h = m_.engine->submit(prompt_ids, p);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (cancelled_.load()) h.cancel();
+    inflight_.push_back(h);
+  }
+  engine::GenerateResult r = h.wait();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    inflight_.erase(std::remove_if(inflight_.begin(), inflight_.end(), [&](const auto& x) { return x.done(); }),
+                    inflight_.end());
+  }
+  check();
+  if (!r.error.empty()) throw ValueError("explorer", strcat("generation failed: ", r.error));
+  std::vector<workflow::Sample> out;
+  out.reserve(r.completions.size());
+  for (auto& c : r.completions) {
+    workflow::Sample s;
+    s.prompt_ids = r.prompt_ids;
+    s.ids = std::move(c.token_ids);
+    s.logprobs = std::move(c.logprobs);
+    s.text = std::move(c.text);
+    s.finish_reason = std::move(c.finish_reason);
+    s.model_version = c.model_version;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<workflow::Sample> EngineClient::generate(const std::string& prompt, const workflow::GenOptions& opt) {
+  check();
+  return generate_ids(m_.chat->tokenizer().encode(prompt), opt);
+}
+
+tok::ChatOptions EngineClient::chat_options(bool add_generation_prompt, const std::string& tools_json,
+                                            std::optional<bool> enable_thinking) const {
+  tok::ChatOptions o;
+  o.add_generation_prompt = add_generation_prompt;
+  o.enable_thinking = enable_thinking ? enable_thinking : m_.defaults.enable_thinking;
+  if (!tools_json.empty()) o.tools = tok::jinja::Value::from_json(tools_json);
+  return o;
+}
+
+std::vector<int32_t> EngineClient::apply_chat_template(const std::string& messages_json, bool add_generation_prompt,
+                                                       const std::string& tools_json,
+                                                       std::optional<bool> enable_thinking) {
+  return m_.chat
+      ->encode(tok::jinja::Value::from_json(messages_json), chat_options(add_generation_prompt, tools_json, enable_thinking),
+               /*with_mask=*/false)
+      .ids;
+}
+
+std::string EngineClient::render_chat_template(const std::string& messages_json, bool add_generation_prompt,
+                                               const std::string& tools_json, std::optional<bool> enable_thinking) {
+  return m_.chat->render(tok::jinja::Value::from_json(messages_json),
+                         chat_options(add_generation_prompt, tools_json, enable_thinking));
+}
+
+std::vector<workflow::Sample> EngineClient::chat(const std::string& messages_json, const workflow::GenOptions& opt,
+                                                 const std::string& tools_json) {
+  check();
+  return generate_ids(apply_chat_template(messages_json, true, tools_json, opt.enable_thinking), opt);
+}
+
+std::vector<float> EngineClient::logprobs(const std::vector<int32_t>&, double) {
+  throw UnsupportedError("explorer",
+                         "ModelClient::logprobs (prompt logprobs from the rollout engine) is not implemented yet");
+}
+
+const tok::Tokenizer& EngineClient::tokenizer() const { return m_.chat->tokenizer(); }
+
+std::vector<int32_t> EngineClient::eos_ids() const {
+  std::vector<int32_t> ids = m_.engine->eos_ids();
+  for (int32_t id : m_.stop_ids)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  return ids;
+}
+
+int64_t EngineClient::model_version() const { return m_.engine->model_version(); }
+int64_t EngineClient::max_model_len() const { return m_.engine->max_model_len(); }
+
+}  // namespace trinity::explorer

@@ -1,0 +1,87 @@
+// The ModelClient workflows use in the explorer: requests go to the shared generation Engine with
+// the task's rollout defaults, chat templates come from the model's tokenizer_config, and every
+// call of one attempt can be cancelled at once (the runner's timeout). One EngineClient per attempt;
+// the RolloutModel (engine + tokenizer + chat formatter + defaults) is shared by all runners.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "buffer/experience.h"
+#include "engine/engine.h"
+#include "tokenizer/chat.h"
+#include "workflow/model_client.h"
+
+namespace trinity::explorer {
+
+// model.* rollout defaults (Trinity GenerationConfig, filled from the config).
+struct RolloutDefaults {
+  double temperature = 1.0, top_p = 1.0, repetition_penalty = 1.0;
+  int64_t top_k = -1;
+  int64_t max_tokens = 128;  // model.max_response_tokens
+  int64_t min_tokens = 0;
+  std::optional<bool> enable_thinking;
+};
+
+// What the runners share: the engine and the model's tokenizer files.
+struct RolloutModel {
+  std::shared_ptr<engine::Engine> engine;
+  std::shared_ptr<const tok::ChatFormatter> chat;  // tokenizer + chat template
+  std::vector<int32_t> stop_ids;                    // tokenizer eos etc. (besides the model's EOS)
+  RolloutDefaults defaults;
+  std::string model_dir;
+  // Loads tokenizer files from `dir` for a model whose vocabulary is `model_vocab`. A custom
+  // chat template (model.custom_chat_template) replaces the tokenizer_config one when non-empty.
+  static std::shared_ptr<const tok::ChatFormatter> load_chat(const std::string& dir, int64_t model_vocab,
+                                                              const std::string& custom_template,
+                                                              std::vector<int32_t>* stop_ids);
+};
+
+class EngineClient : public workflow::ModelClient {
+ public:
+  // `task` supplies rollout_args overrides (may be null); `seed` makes sampling reproducible
+  // per attempt (each request draws seed, seed+1, ...).
+  EngineClient(std::shared_ptr<const RolloutModel> model, const buffer::Task* task, std::optional<uint64_t> seed);
+
+  std::vector<workflow::Sample> generate_ids(const std::vector<int32_t>& prompt_ids,
+                                             const workflow::GenOptions& opt) override;
+  std::vector<workflow::Sample> generate(const std::string& prompt, const workflow::GenOptions& opt) override;
+  std::vector<workflow::Sample> chat(const std::string& messages_json, const workflow::GenOptions& opt,
+                                     const std::string& tools_json = "") override;
+  std::vector<int32_t> apply_chat_template(const std::string& messages_json, bool add_generation_prompt,
+                                           const std::string& tools_json = "",
+                                           std::optional<bool> enable_thinking = std::nullopt) override;
+  std::string render_chat_template(const std::string& messages_json, bool add_generation_prompt,
+                                   const std::string& tools_json = "",
+                                   std::optional<bool> enable_thinking = std::nullopt) override;
+  std::vector<float> logprobs(const std::vector<int32_t>& tokens, double temperature = 1.0) override;
+  const tok::Tokenizer& tokenizer() const override;
+  std::vector<int32_t> eos_ids() const override;
+  int64_t model_version() const override;
+  int64_t max_model_len() const override;
+  bool cancelled() const override { return cancelled_.load(); }
+
+  // Cancels in-flight requests; later calls throw CancelledError. Thread-safe.
+  void cancel();
+
+ private:
+  engine::SamplingParams params(const workflow::GenOptions& opt) const;
+  tok::ChatOptions chat_options(bool add_generation_prompt, const std::string& tools_json,
+                                std::optional<bool> enable_thinking) const;
+  void check() const;
+
+  std::shared_ptr<const RolloutModel> keep_;
+  const RolloutModel& m_;
+  const buffer::Task* task_;
+  std::optional<uint64_t> seed_;
+  uint64_t calls_ = 0;
+  std::atomic<bool> cancelled_{false};
+  std::mutex mu_;
+  std::vector<engine::RequestHandle> inflight_;
+};
+
+}  // namespace trinity::explorer

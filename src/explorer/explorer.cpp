@@ -1,0 +1,275 @@
+// Explorer loop: explore steps, experience pipeline, sync points, evaluation (see explorer.h).
+#include "explorer/explorer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "algorithm/algorithm.h"
+#include "core/error.h"
+#include "core/file.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "monitor/metrics_util.h"
+#include "monitor/monitor.h"
+#include "monitor/progress.h"
+#include "sync/synchronizer.h"
+#include "trainer/experience_batch.h"
+
+namespace trinity::explorer {
+
+using nlohmann::json;
+
+namespace {
+
+// Reason class of a failed task, for metrics: timeout | no_experiences | shutdown | error.
+std::string failure_class(const std::string& error) {
+  if (error.rfind("timeout", 0) == 0) return "timeout";
+  if (error.find("returned no experiences") != std::string::npos) return "no_experiences";
+  if (error == "shutdown") return "shutdown";
+  return "error";
+}
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+}  // namespace
+
+Explorer::Explorer(ExplorerOptions opts, std::shared_ptr<const RolloutModel> model,
+                   std::unique_ptr<buffer::TasksetScheduler> tasks, std::vector<EvalSet> evals, algo::Algorithm* algo,
+                   buffer::ExperienceStorage* out, monitor::Monitor* monitor, sync::Synchronizer* sync,
+                   const std::atomic<bool>* stop)
+    : opts_(std::move(opts)),
+      model_(std::move(model)),
+      tasks_(std::move(tasks)),
+      evals_(std::move(evals)),
+      algo_(algo),
+      out_(out),
+      monitor_(monitor),
+      sync_(sync),
+      stop_(stop),
+      rng_(opts_.seed) {
+  std::shared_ptr<const RolloutModel> m = model_;
+  pool_ = std::make_unique<RunnerPool>(opts_.runner, [m](const buffer::Task& task, uint64_t seed) {
+    auto c = std::make_shared<EngineClient>(m, &task, seed);
+    return AttemptClient{c, [c] { c->cancel(); }};
+  });
+  if (tasks_) saved_tasks_state_ = tasks_->state();
+}
+
+Explorer::~Explorer() { pool_->shutdown(); }
+
+uint64_t Explorer::task_seed(int64_t step, int64_t task) const {
+  return opts_.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(step) * 1000003ULL + static_cast<uint64_t>(task);
+}
+
+bool Explorer::restore() {
+  if (opts_.job_dir.empty()) return false;
+  const std::string path = file::join(opts_.job_dir, "explorer_meta.json");
+  if (!file::exists(path)) return false;
+  json j;
+  try {
+    j = json::parse(file::read_all(path));
+    step_ = j.at("latest_iteration").get<int64_t>();
+    written_ = j.value("experiences_written", int64_t{0});
+    if (tasks_ && j.contains("taskset_states")) tasks_->load_state(j.at("taskset_states").dump());
+  } catch (const json::exception& e) {
+    throw IoError("explorer", strcat(path, ": not a valid explorer state: ", e.what()));
+  }
+  written_at_[step_] = written_;
+  if (tasks_) saved_tasks_state_ = tasks_->state();
+  log::info("explorer: resumed at step ", step_, " (", written_, " experiences written before)");
+  return true;
+}
+
+void Explorer::save_state() {
+  if (opts_.job_dir.empty()) return;
+  json j = {{"latest_iteration", step_},
+            {"experiences_written", written_},
+            {"model_version", model_->engine->model_version()}};
+  if (tasks_) j["taskset_states"] = json::parse(saved_tasks_state_);
+  file::make_dirs(opts_.job_dir);
+  file::write_atomic(file::join(opts_.job_dir, "explorer_meta.json"), j.dump(1));
+}
+
+void Explorer::finish_step(Pending& p) {
+  std::vector<buffer::Experience> exps;
+  std::vector<Metrics> task_rows;
+  int64_t ok = 0, failed = 0;
+  std::map<std::string, int64_t> fails;
+  for (auto& f : p.results) {
+    TaskResult r = f.get();
+    if (r.ok) {
+      ++ok;
+      task_rows.push_back(r.metrics);
+      for (auto& e : r.experiences) exps.push_back(std::move(e));
+    } else {
+      ++failed;
+      const std::string c = failure_class(r.error);
+      fails[c] += 1;
+      summary_.failures[c] += 1;
+      log::warn("explorer: step ", p.step, ": a task failed after ", r.attempts, " attempt(s): ", r.error);
+    }
+  }
+  Metrics m = monitor::gather_metrics(task_rows, "rollout");
+  if (algo_ && algo_->advantage_location() == algo::AdvLocation::kExplorer && !exps.empty()) {
+    Timer t;
+    for (auto& [k, v] : trainer::compute_advantages(*algo_, exps, rng_)) m[k] = v;
+    m["time/experience_pipeline/group_advantage"] = t.seconds();
+  }
+  Timer tw;
+  if (out_ && !exps.empty()) {
+    if (!out_->write(exps, opts_.sync_timeout))
+      throw IoError("explorer", strcat("the experience buffer ", out_->describe(), " stayed full for ",
+                                       opts_.sync_timeout, " s (is the trainer reading it?)"));
+  }
+  written_ += static_cast<int64_t>(exps.size());
+  written_at_[p.step] = written_;
+  m["time/experience_pipeline/write"] = tw.seconds();
+  m["rollout/finished_task_count"] = static_cast<double>(ok);
+  m["rollout/failed_task_count"] = static_cast<double>(failed);
+  for (const auto& [c, n] : fails) m["rollout/failed/" + c] = static_cast<double>(n);
+  m["rollout/model_version"] = static_cast<double>(model_->engine->model_version());
+  m["experience_pipeline/experience_count"] = static_cast<double>(exps.size());
+  m["time/explore_step"] = now_s() - p.t0;
+  summary_.tasks_ok += ok;
+  summary_.tasks_failed += failed;
+  summary_.experiences += static_cast<int64_t>(exps.size());
+  if (monitor_) monitor_->log(m, p.step);
+  // Rollout examples: the best and the worst experience of the step.
+  if (monitor_ && !exps.empty()) {
+    const buffer::Experience* best = &exps[0];
+    const buffer::Experience* worst = &exps[0];
+    for (const auto& e : exps) {
+      if (e.reward.value_or(0) > best->reward.value_or(0)) best = &e;
+      if (e.reward.value_or(0) < worst->reward.value_or(0)) worst = &e;
+    }
+    for (auto [tag, e] : {std::pair{"best", best}, std::pair{"worst", worst}})
+      monitor_->log_text(strcat("rollout_examples/", tag),
+                         strcat("reward ", e->reward.value_or(0), "\nprompt: ", e->prompt_text, "\nresponse: ",
+                                e->response_text),
+                         p.step);
+  }
+}
+
+bool Explorer::sync_weights(int64_t step) {
+  if (!sync_) return true;
+  // The version the trainer can reach with the data written up to step - sync_offset.
+  const int64_t upto = step - opts_.sync_offset;
+  int64_t written = 0;
+  auto it = written_at_.upper_bound(upto);
+  if (it != written_at_.begin()) written = std::prev(it)->second;
+  const int64_t tbs = std::max<int64_t>(1, opts_.train_batch_size);
+  const int64_t want = written / tbs;
+  const int64_t have = model_->engine->model_version();
+  if (want <= have) return true;
+  Timer t;
+  sync::Weights w;
+  const sync::WaitStatus st = sync_->wait_for(want, have, opts_.sync_timeout, &w);
+  if (w.model && w.version > have) model_->engine->update_weights(w.model, w.version);
+  if (monitor_) monitor_->log({{"time/wait_sync", t.seconds()}}, step);
+  if (st == sync::WaitStatus::kOk) return true;
+  if (st == sync::WaitStatus::kTrainerDone) {
+    std::string err;
+    const sync::PeerState ps = sync_->state("trainer", &err);
+    if (ps != sync::PeerState::kFinished) {
+      summary_.trainer_error = err.empty() ? strcat("trainer ", sync::peer_state_name(ps)) : err;
+      log::warn("explorer: the trainer stopped (", summary_.trainer_error, "); exploring ends");
+    }
+    return false;
+  }
+  throw Error("explorer", strcat("waited synchronizer.sync_timeout = ", opts_.sync_timeout,
+                                 " s for weights version ", want, " at explore step ", step,
+                                 " (have version ", have, "; trainer state: ",
+                                 sync::peer_state_name(sync_->state("trainer", nullptr)), ")"));
+}
+
+Metrics Explorer::evaluate(int64_t step, const std::string& prefix) {
+  Metrics all;
+  if (evals_.empty()) return all;
+  Timer t;
+  for (const auto& es : evals_) {
+    std::vector<std::shared_future<TaskResult>> fs;
+    for (size_t i = 0; i < es.taskset->size(); ++i) {
+      TaskJob job;
+      job.task = es.taskset->at(i);
+      job.task.is_eval = true;
+      job.batch_id = strcat(step, "/", es.name);
+      job.task_id = static_cast<int64_t>(i);
+      job.seed = task_seed(-1 - step, static_cast<int64_t>(i));
+      fs.push_back(pool_->submit(std::move(job)));
+    }
+    std::vector<Metrics> rows;
+    int64_t done = 0;
+    for (auto& f : fs) {
+      TaskResult r = f.get();
+      if (!r.ok) continue;
+      ++done;
+      rows.push_back(monitor::task_metrics(r.run_metrics, true));
+    }
+    Metrics m = monitor::aggregate_eval(rows, prefix + "/" + es.name, opts_.detailed_stats);
+    m[prefix + "/" + es.name + "/finished_task_count"] = static_cast<double>(done);
+    all.insert(m.begin(), m.end());
+  }
+  all["time/" + prefix] = t.seconds();
+  if (monitor_) monitor_->log(all, step);
+  last_eval_version_ = model_->engine->model_version();
+  summary_.evals.push_back({last_eval_version_, all});
+  return all;
+}
+
+ExplorerSummary Explorer::run() {
+  auto stopping = [&] { return stop_ && stop_->load(); };
+  if (opts_.eval_on_startup && step_ == 0 && !evals_.empty()) evaluate(0);
+  std::vector<Pending> pending;
+  std::unique_ptr<monitor::ProgressBar> bar;
+  if (opts_.progress && tasks_)
+    bar = std::make_unique<monitor::ProgressBar>("explore", tasks_->max_steps());
+  bool trainer_done = false;
+  while (tasks_ && !stopping() && !trainer_done) {
+    auto batch = tasks_->next_batch();
+    if (!batch) break;
+    step_ = tasks_->step();
+    Pending p;
+    p.step = step_;
+    p.t0 = now_s();
+    for (size_t i = 0; i < batch->size(); ++i) {
+      TaskJob job;
+      job.task = std::move((*batch)[i]);
+      job.batch_id = std::to_string(step_);
+      job.task_id = static_cast<int64_t>(i);
+      job.seed = task_seed(step_, static_cast<int64_t>(i));
+      p.results.push_back(pool_->submit(std::move(job)));
+    }
+    pending.push_back(std::move(p));
+    const bool sync_point = !opts_.sync_with_trainer ||
+                            (step_ > opts_.sync_offset && (step_ - opts_.sync_offset) % opts_.sync_interval == 0);
+    if (!sync_point) continue;
+    for (auto& q : pending) {
+      if (stopping()) break;
+      finish_step(q);
+    }
+    if (stopping()) break;
+    pending.clear();
+    saved_tasks_state_ = tasks_->state();
+    save_state();
+    if (bar) bar->update(step_);
+    summary_.steps = step_;
+    if (opts_.sync_with_trainer && !sync_weights(step_)) trainer_done = true;
+    if (opts_.eval_interval > 0 && step_ % opts_.eval_interval == 0 && !stopping()) evaluate(step_);
+  }
+  if (stopping()) {
+    pool_->shutdown();
+    summary_.stopped = true;
+    log::warn("explorer: stopped at step ", step_, "; unfinished steps are discarded and will be explored again on resume");
+    return summary_;
+  }
+  for (auto& q : pending) finish_step(q);
+  if (!pending.empty()) {
+    pending.clear();
+    saved_tasks_state_ = tasks_->state();
+    save_state();
+  }
+  summary_.steps = step_;
+  if (bar) bar->finish();
+  return summary_;
+}
+
+}  // namespace trinity::explorer

@@ -1,0 +1,120 @@
+// Explorer (trinity-rft.md §5.6, §6.3): reads batch_size tasks per explore step from the taskset
+// scheduler, runs them on the runner pool against the rollout engine, turns each finished step into
+// experiences (explorer-side group advantages, e.g. GRPO, computed here on that step's experiences)
+// and writes them to the buffer. Steps inside a sync interval are in flight together; at a sync point
+// (step > sync_offset and (step - sync_offset) % sync_interval == 0) every pending step is finished,
+// then the explorer waits for the trainer's weights and swaps them into the engine.
+// The version it waits for is the number of full train batches the data written up to step
+// (step - sync_offset) can make (= step - sync_offset when no task fails), so failed tasks never
+// deadlock the explorer against a trainer that waits for data.
+// Evaluation: every eval_interval steps (and at step 0 with eval_on_startup) all eval tasksets run
+// with the current weights; per task eval stats over repeat_times runs (mean@k, std@k, best@n,
+// worst@n), averaged over tasks as eval/<taskset>/<key>/<stat>.
+// State (<job>/explorer_meta.json: step, taskset scheduler state, experiences written, weight
+// version) is saved atomically at every sync point after the step's experiences were written, so a
+// killed run resumes at the next unexplored step.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "buffer/dataset.h"
+#include "buffer/storage.h"
+#include "buffer/task_scheduler.h"
+#include "explorer/engine_client.h"
+#include "explorer/runner_pool.h"
+
+namespace trinity::algo {
+class Algorithm;
+}
+namespace trinity::monitor {
+class Monitor;
+}
+namespace trinity::sync {
+class Synchronizer;
+}
+
+namespace trinity::explorer {
+
+struct EvalSet {
+  std::string name;
+  std::shared_ptr<const buffer::Taskset> taskset;
+};
+
+struct ExplorerOptions {
+  RunnerOptions runner;
+  int64_t eval_interval = 100;
+  bool eval_on_startup = true;
+  bool eval_at_end = true;       // trinity extension: evaluate the final weights after training ends
+  int64_t sync_interval = 1, sync_offset = 0;
+  double sync_timeout = 3600.0;
+  int64_t train_batch_size = 1;  // experiences per train step (for the version to wait for)
+  bool sync_with_trainer = true; // false: explore without waiting for weights (no trainer)
+  uint64_t seed = 42;
+  std::string job_dir;           // explorer_meta.json lives here ("" = no state saved)
+  bool detailed_stats = false;
+  bool progress = true;          // progress bar on stderr
+};
+
+struct ExplorerSummary {
+  int64_t steps = 0, tasks_ok = 0, tasks_failed = 0, experiences = 0;
+  std::map<std::string, int64_t> failures;                // reason class -> count
+  std::vector<std::pair<int64_t, Metrics>> evals;        // (weights version, eval metrics)
+  bool stopped = false;                                   // Ctrl-C / stop flag
+  std::string trainer_error;
+};
+
+class Explorer {
+ public:
+  Explorer(ExplorerOptions opts, std::shared_ptr<const RolloutModel> model,
+           std::unique_ptr<buffer::TasksetScheduler> tasks, std::vector<EvalSet> evals, algo::Algorithm* algo,
+           buffer::ExperienceStorage* out, monitor::Monitor* monitor, sync::Synchronizer* sync,
+           const std::atomic<bool>* stop);
+  ~Explorer();
+
+  // Explores until the tasks run out, the trainer ends, or *stop; throws on a sync timeout.
+  ExplorerSummary run();
+  // Evaluates every eval taskset with the current weights; logs under `prefix` at `step`.
+  Metrics evaluate(int64_t step, const std::string& prefix = "eval");
+  // Restores explorer_meta.json if present; returns whether it did.
+  bool restore();
+  int64_t step() const { return step_; }
+  RunnerPool& pool() { return *pool_; }
+
+ private:
+  struct Pending {
+    int64_t step = 0;
+    std::vector<std::shared_future<TaskResult>> results;
+    double t0 = 0;
+  };
+  void finish_step(Pending& p);
+  bool sync_weights(int64_t step);  // false: the trainer is done, stop exploring
+  void save_state();
+  uint64_t task_seed(int64_t step, int64_t task) const;
+
+  ExplorerOptions opts_;
+  std::shared_ptr<const RolloutModel> model_;
+  std::unique_ptr<buffer::TasksetScheduler> tasks_;
+  std::vector<EvalSet> evals_;
+  algo::Algorithm* algo_;
+  buffer::ExperienceStorage* out_;
+  monitor::Monitor* monitor_;
+  sync::Synchronizer* sync_;
+  const std::atomic<bool>* stop_;
+  std::unique_ptr<RunnerPool> pool_;
+  Rng rng_;
+  int64_t step_ = 0;
+  int64_t written_ = 0;
+  std::map<int64_t, int64_t> written_at_;  // step -> experiences written up to and including it
+  std::string saved_tasks_state_;
+  int64_t last_eval_version_ = -1;
+  ExplorerSummary summary_;
+};
+
+}  // namespace trinity::explorer

@@ -1,0 +1,251 @@
+// Runner pool: task queue, per-attempt threads with deadlines, retries (see runner_pool.h).
+#include "explorer/runner_pool.h"
+
+#include <chrono>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "core/timer.h"
+#include "workflow/workflow.h"
+
+namespace trinity::explorer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// State one attempt shares with its thread (which may outlive the runner when abandoned).
+struct Attempt {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<buffer::Experience> exps;
+  std::vector<double> run_seconds;  // per run (can_repeat: one entry for all runs)
+  bool repeated_inside = false;
+  std::string error;
+  buffer::Task task;  // owned copy: the thread may outlive the job
+  AttemptClient client;
+};
+
+void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64_t task_id, uint64_t seed) {
+  std::vector<buffer::Experience> exps;
+  std::vector<double> run_seconds;
+  bool inside = false;
+  std::string error;
+  try {
+    const buffer::Task& task = st->task;
+    Rng rng(seed);
+    workflow::RunContext ctx;
+    ctx.task = &task;
+    ctx.model = st->client.client.get();
+    ctx.rng = &rng;
+    auto wf = workflow::make_workflow(task.workflow, task);
+    const int64_t repeats = std::max<int64_t>(1, task.repeat_times);
+    if (wf->can_repeat()) {
+      inside = true;
+      ctx.repeat_times = repeats;
+      ctx.run_id_base = 0;
+      Timer t;
+      exps = wf->run(ctx);
+      run_seconds.push_back(t.seconds());
+    } else {
+      for (int64_t r = 0; r < repeats; ++r) {
+        if (r > 0) wf = workflow::make_workflow(task.workflow, task);
+        ctx.repeat_times = 1;
+        ctx.run_id_base = r;
+        Timer t;
+        auto part = wf->run(ctx);
+        run_seconds.push_back(t.seconds());
+        if (part.empty()) throw ValueError("explorer", strcat("workflow '", task.workflow, "' returned no experiences"));
+        for (auto& e : part) {
+          e.eid.run = r;
+          exps.push_back(std::move(e));
+        }
+      }
+    }
+    if (exps.empty()) throw ValueError("explorer", strcat("workflow '", task.workflow, "' returned no experiences"));
+    for (auto& e : exps) {
+      e.eid.batch = batch_id;
+      e.eid.task = task_id;
+      if (e.eid.suffix.empty()) e.eid.suffix = buffer::random_suffix();
+    }
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  std::lock_guard<std::mutex> l(st->mu);
+  st->exps = std::move(exps);
+  st->run_seconds = std::move(run_seconds);
+  st->repeated_inside = inside;
+  st->error = std::move(error);
+  st->done = true;
+  st->cv.notify_all();
+}
+
+// Mean of each metric key over the experiences of each run, plus time/run_execution.
+std::vector<Metrics> per_run_metrics(const std::vector<buffer::Experience>& exps, const std::vector<double>& secs,
+                                     bool inside) {
+  std::map<int64_t, std::vector<const buffer::Experience*>> runs;
+  for (const auto& e : exps) runs[e.eid.run].push_back(&e);
+  std::vector<Metrics> out;
+  size_t i = 0;
+  for (const auto& [run, list] : runs) {
+    Metrics m;
+    std::map<std::string, int64_t> n;
+    for (const auto* e : list)
+      for (const auto& [k, v] : e->metrics) m[k] += v, n[k] += 1;
+    for (auto& [k, v] : m) v /= static_cast<double>(n[k]);
+    const double t = inside ? (secs.empty() ? 0.0 : secs[0]) : (i < secs.size() ? secs[i] : 0.0);
+    m["time/run_execution"] = t;
+    out.push_back(std::move(m));
+    ++i;
+  }
+  return out;
+}
+
+}  // namespace
+
+RunnerPool::RunnerPool(RunnerOptions opts, ClientFactory factory) : opts_(opts), factory_(std::move(factory)) {
+  if (opts_.runners < 1) throw ConfigError("explorer", strcat("runner_per_model must be >= 1, got ", opts_.runners));
+  for (int64_t i = 0; i < opts_.runners; ++i) threads_.emplace_back([this] { loop(); });
+}
+
+RunnerPool::~RunnerPool() {
+  shutdown();
+  for (auto& t : threads_) t.join();
+}
+
+void RunnerPool::shutdown() {
+  std::deque<std::unique_ptr<Item>> dropped;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    stop_ = true;
+    dropped.swap(queue_);
+  }
+  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> l(cancel_mu_);
+    for (auto& [id, c] : running_cancels_) c();
+  }
+  for (auto& it : dropped) {
+    TaskResult r;
+    r.error = "shutdown";
+    it->done.set_value(std::move(r));
+  }
+}
+
+std::shared_future<TaskResult> RunnerPool::submit(TaskJob job) {
+  auto item = std::make_unique<Item>();
+  item->job = std::move(job);
+  std::shared_future<TaskResult> f = item->done.get_future().share();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (stop_) {
+      TaskResult r;
+      r.error = "shutdown";
+      item->done.set_value(std::move(r));
+      return f;
+    }
+    queue_.push_back(std::move(item));
+  }
+  cv_.notify_one();
+  return f;
+}
+
+void RunnerPool::loop() {
+  for (;;) {
+    std::unique_ptr<Item> item;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    ++busy_;
+    TaskResult r = run_task(item->job);
+    --busy_;
+    item->done.set_value(std::move(r));
+  }
+}
+
+TaskResult RunnerPool::run_task(const TaskJob& job) {
+  TaskResult res;
+  Timer total;
+  const int64_t max_attempts = 1 + std::max<int64_t>(0, opts_.max_retry_times);
+  for (int64_t a = 0; a < max_attempts; ++a) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (stop_) {
+        res.error = "shutdown";
+        break;
+      }
+    }
+    res.attempts = a + 1;
+    auto st = std::make_shared<Attempt>();
+    st->task = job.task;
+    const uint64_t seed = job.seed + static_cast<uint64_t>(a) * 1000003ULL;
+    try {
+      st->client = factory_(st->task, seed);
+    } catch (const std::exception& e) {
+      res.error = e.what();
+      continue;
+    }
+    uint64_t id;
+    {
+      std::lock_guard<std::mutex> l(cancel_mu_);
+      id = next_attempt_++;
+      running_cancels_[id] = st->client.cancel;
+    }
+    std::thread th(run_attempt, st, job.batch_id, job.task_id, seed);
+    bool finished;
+    {
+      std::unique_lock<std::mutex> l(st->mu);
+      finished = st->cv.wait_for(l, std::chrono::duration<double>(opts_.max_timeout), [&] { return st->done; });
+    }
+    bool timed_out = false;
+    if (!finished) {
+      timed_out = true;
+      st->client.cancel();
+      std::unique_lock<std::mutex> l(st->mu);
+      finished = st->cv.wait_for(l, std::chrono::duration<double>(opts_.cancel_grace), [&] { return st->done; });
+    }
+    {
+      std::lock_guard<std::mutex> l(cancel_mu_);
+      running_cancels_.erase(id);
+    }
+    if (finished) {
+      th.join();
+    } else {
+      th.detach();
+      ++abandoned_;
+      log::warn("explorer: task ", job.batch_id, "/", job.task_id, " (workflow '", job.task.workflow,
+                "') did not return ", opts_.cancel_grace, " s after its timeout was cancelled; its thread is abandoned");
+    }
+    if (timed_out) {
+      res.error = strcat("timeout after ", opts_.max_timeout, " s");
+      continue;
+    }
+    std::lock_guard<std::mutex> l(st->mu);
+    if (!st->error.empty()) {
+      res.error = st->error;
+      continue;
+    }
+    res.ok = true;
+    res.error.clear();
+    res.experiences = std::move(st->exps);
+    res.run_metrics = per_run_metrics(res.experiences, st->run_seconds, st->repeated_inside);
+    break;
+  }
+  res.seconds = total.seconds();
+  if (res.ok) {
+    std::map<std::string, int64_t> n;
+    for (const auto& m : res.run_metrics)
+      for (const auto& [k, v] : m) res.metrics[k] += v, n[k] += 1;
+    for (auto& [k, v] : res.metrics) v /= static_cast<double>(n[k]);
+    res.metrics["time/task_execution"] = res.seconds;
+  }
+  return res;
+}
+
+}  // namespace trinity::explorer

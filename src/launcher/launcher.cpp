@@ -1,0 +1,428 @@
+// Launcher: stages and modes (see launcher.h).
+#include "launcher/launcher.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "algorithm/algorithm.h"
+#include "buffer/dataset.h"
+#include "buffer/storage.h"
+#include "buffer/task_scheduler.h"
+#include "core/error.h"
+#include "core/file.h"
+#include "core/log.h"
+#include "core/timer.h"
+#include "engine/engine.h"
+#include "explorer/explorer.h"
+#include "launcher/train_loop.h"
+#include "model/transformer.h"
+#include "monitor/monitor.h"
+#include "sync/synchronizer.h"
+#include "trainer/checkpoint_io.h"
+#include "trainer/sft_data.h"
+#include "trainer/trainer.h"
+
+namespace trinity::launcher {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Train steps the run will take (for LR schedules and progress): trainer.total_steps, else the
+// explorer's step count (one train step per explore step when train_batch_size is the default).
+int64_t planned_train_steps(const config::Config& c, int64_t explore_steps, std::optional<int64_t> dataset_steps) {
+  if (c.trainer.total_steps) return *c.trainer.total_steps;
+  if (dataset_steps) return *dataset_steps;
+  const double per = static_cast<double>(c.buffer.batch_size * c.repeat_times) /
+                     static_cast<double>(std::max<int64_t>(1, c.buffer.train_batch_size));
+  return static_cast<int64_t>(std::ceil(static_cast<double>(explore_steps) * per));
+}
+
+trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_steps) {
+  trainer::TrainerOptions o;
+  o.optim.lr = c.optimizer.lr;
+  o.optim.beta1 = c.optimizer.betas.size() > 0 ? c.optimizer.betas[0] : 0.9;
+  o.optim.beta2 = c.optimizer.betas.size() > 1 ? c.optimizer.betas[1] : 0.999;
+  o.optim.weight_decay = c.optimizer.weight_decay;
+  o.schedule.type = c.optimizer.lr_scheduler_type;
+  o.schedule.total_steps = total_steps;
+  o.schedule.min_lr_ratio = c.optimizer.min_lr_ratio;
+  o.schedule.warmup_steps = c.optimizer.lr_warmup_steps >= 0
+                                ? c.optimizer.lr_warmup_steps
+                                : static_cast<int64_t>(c.optimizer.lr_warmup_steps_ratio * static_cast<double>(total_steps));
+  o.schedule.validate();
+  o.grad_clip = c.trainer.grad_clip;
+  if (c.trainer.use_dynamic_bsz)
+    o.max_token_len_per_gpu = c.trainer.max_token_len_per_gpu;
+  else
+    o.micro_batch_size = c.trainer.micro_batch_size;
+  // verl computes logprobs of logits / T with T = the first taskset's rollout temperature.
+  o.temperature = c.model.temperature;
+  if (!c.buffer.explorer_input.tasksets.empty() && c.buffer.explorer_input.tasksets[0].rollout_args.temperature)
+    o.temperature = *c.buffer.explorer_input.tasksets[0].rollout_args.temperature;
+  if (!(o.temperature > 0)) o.temperature = 1.0;  // greedy rollouts report logprobs at T = 1
+  o.max_response_tokens = c.model.max_response_tokens;
+  o.seed = static_cast<uint64_t>(c.explorer.rollout_model.seed);
+  o.critic_optim.lr = c.trainer.critic.lr;
+  o.cliprange_value = c.trainer.critic.cliprange_value;
+  return o;
+}
+
+std::shared_ptr<const explorer::RolloutModel> rollout_model(const config::Config& c,
+                                                             std::shared_ptr<const model::Transformer> weights,
+                                                             int64_t version) {
+  auto rm = std::make_shared<explorer::RolloutModel>();
+  rm->model_dir = c.model.model_path;
+  rm->chat = explorer::RolloutModel::load_chat(c.model.model_path, weights->config().vocab_size,
+                                               c.model.custom_chat_template, &rm->stop_ids);
+  const auto& r = c.explorer.rollout_model;
+  rm->defaults.temperature = r.temperature;
+  rm->defaults.top_p = r.top_p;
+  rm->defaults.top_k = r.top_k;
+  rm->defaults.repetition_penalty = r.repetition_penalty;
+  rm->defaults.max_tokens = r.max_response_tokens > 0 ? r.max_response_tokens : c.model.max_response_tokens;
+  rm->defaults.min_tokens = r.min_response_tokens;
+  rm->defaults.enable_thinking = r.enable_thinking;
+  engine::EngineOptions eo;
+  eo.kv_cache_bytes = r.kv_cache_bytes;
+  eo.max_model_len = c.model.max_model_len;
+  auto tk = std::make_shared<const tok::Tokenizer>(rm->chat->tokenizer());
+  rm->engine = std::make_shared<engine::Engine>(std::move(weights), version, tk, eo);
+  return rm;
+}
+
+std::unique_ptr<buffer::TasksetScheduler> train_tasks(const config::Config& c) {
+  std::vector<std::shared_ptr<const buffer::Taskset>> ts;
+  for (const auto& t : c.buffer.explorer_input.tasksets) {
+    auto loaded = std::make_shared<const buffer::Taskset>(buffer::Taskset::load(t));
+    log::info("taskset '", t.name, "': ", loaded->size(), " tasks from ", t.path,
+              loaded->report().rows_skipped ? strcat(" (", loaded->report().rows_skipped, " bad rows skipped)") : "");
+    ts.push_back(std::move(loaded));
+  }
+  if (ts.empty()) throw ConfigError("config", "buffer.explorer_input.taskset is required in this mode");
+  return std::make_unique<buffer::TasksetScheduler>(ts, c.buffer.batch_size, c.buffer.total_epochs, c.buffer.total_steps);
+}
+
+std::vector<explorer::EvalSet> eval_sets(const config::Config& c) {
+  std::vector<explorer::EvalSet> out;
+  for (const auto& t : c.buffer.explorer_input.eval_tasksets)
+    out.push_back({t.name, std::make_shared<const buffer::Taskset>(buffer::Taskset::load(t))});
+  return out;
+}
+
+explorer::ExplorerOptions explorer_options(const config::Config& c) {
+  explorer::ExplorerOptions o;
+  o.runner.runners = c.explorer.runner_per_model;
+  o.runner.max_timeout = c.explorer.max_timeout;
+  o.runner.max_retry_times = c.explorer.max_retry_times;
+  o.eval_interval = c.explorer.eval_interval;
+  o.eval_on_startup = c.explorer.eval_on_startup;
+  o.sync_interval = c.synchronizer.sync_interval;
+  o.sync_offset = c.synchronizer.sync_offset;
+  o.sync_timeout = c.synchronizer.sync_timeout;
+  o.train_batch_size = c.buffer.train_batch_size;
+  o.seed = static_cast<uint64_t>(c.explorer.rollout_model.seed);
+  o.job_dir = c.job_dir();
+  o.detailed_stats = c.monitor.detailed_stats;
+  return o;
+}
+
+// SFT / DPO experiences from the experience_buffer files.
+std::vector<buffer::Experience> dataset_experiences(const config::Config& c, const tok::ChatFormatter& chat,
+                                                    const std::vector<int32_t>& eos) {
+  const auto& eb = c.buffer.trainer_input.experience_buffer;
+  const bool dpo = c.schema_type == "dpo";
+  buffer::LoadReport lr;
+  auto rows = buffer::Taskset::load_rows(eb.path, eb.split, eb.subset_name, eb.format,
+                                         dpo ? buffer::DatasetKind::kDpo : buffer::DatasetKind::kSft, false, lr);
+  trainer::SftDataOptions so;
+  so.format = eb.format;
+  so.max_model_len = c.model.max_model_len;
+  if (!eos.empty()) so.eos_id = eos[0];
+  trainer::SftDataReport rep;
+  auto exps = dpo ? trainer::dpo_experiences(rows, so, chat.tokenizer(), &chat, rep)
+                  : trainer::sft_experiences(rows, so, chat.tokenizer(), &chat, rep);
+  log::info(c.schema_type, " data: ", rep.kept, " of ", rep.rows, " rows from ", eb.path, " (", rep.truncated,
+            " truncated, ", rep.skipped + lr.rows_skipped, " skipped)");
+  for (size_t i = 0; i < rep.problems.size() && i < 5; ++i) log::warn("  ", rep.problems[i]);
+  return exps;
+}
+
+void print_eval(const std::string& label, const std::map<std::string, double>& m) {
+  for (const auto& [k, v] : m)
+    if (k.find("/mean@") != std::string::npos && k.find("time/") == std::string::npos)
+      std::fprintf(stderr, "[%s] %s = %.4f\n", label.c_str(), k.c_str(), v);
+}
+
+struct TrainerSide {
+  std::unique_ptr<trainer::PolicyTrainer> tr;
+  int64_t start_step = 0;
+  std::string source_state;  // from the checkpoint
+};
+
+TrainerSide make_trainer(const config::Config& c, int64_t total_steps) {
+  TrainerSide t;
+  t.tr = std::make_unique<trainer::PolicyTrainer>(model::Transformer::load(c.model.model_path), c.algorithm,
+                                                  trainer_options(c, total_steps));
+  if (c.continue_from_checkpoint) {
+    if (auto ck = trainer::load_trainer_checkpoint(c.job_dir(), *t.tr)) {
+      t.start_step = ck->step;
+      const json extra = json::parse(ck->extra_state_json);
+      if (extra.contains("source")) t.source_state = extra["source"].dump();
+      log::info("trainer: resumed from ", ck->dir, " (step ", ck->step, ")");
+    }
+  }
+  return t;
+}
+
+TrainLoopOptions loop_options(const config::Config& c, int64_t total) {
+  TrainLoopOptions lo;
+  lo.job_dir = c.job_dir();
+  lo.tokenizer_dir = c.model.model_path;
+  lo.total_steps = c.trainer.total_steps.value_or(0);
+  if (lo.total_steps <= 0 && c.mode != "both") lo.total_steps = 0;
+  (void)total;
+  lo.save_interval = c.trainer.save_interval;
+  lo.sync_interval = c.synchronizer.sync_interval;
+  lo.max_checkpoints_to_keep = c.trainer.max_checkpoints_to_keep.value_or(0);
+  return lo;
+}
+
+std::optional<int64_t> max_staleness(const config::Config& c, trainer::PolicyTrainer& tr) {
+  const auto& ss = tr.algorithm().sample_strategy();
+  (void)c;
+  return ss.max_staleness;
+}
+
+StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bool with_explorer, bool with_trainer) {
+  StageSummary s;
+  s.name = c.name;
+  s.mode = c.mode;
+  s.job_dir = c.job_dir();
+  Timer timer;
+  monitor::Monitor emon(c.job_dir(), "explorer", c.monitor.monitor_type);
+  monitor::Monitor tmon(c.job_dir(), "trainer", c.monitor.monitor_type);
+  const bool two_process = !(with_explorer && with_trainer);
+  std::unique_ptr<sync::Synchronizer> sync =
+      two_process ? sync::make_checkpoint_sync(c.job_dir(), c.model.model_path) : sync::make_memory_sync();
+  auto storage = buffer::open_storage(c.buffer.trainer_input.experience_buffer);
+
+  std::unique_ptr<buffer::TasksetScheduler> tasks;
+  if (with_explorer) tasks = train_tasks(c);
+  const int64_t explore_steps = tasks ? tasks->max_steps() : 0;
+  TrainerSide ts;
+  if (with_trainer) {
+    ts = make_trainer(c, planned_train_steps(c, explore_steps, std::nullopt));
+    if (!ts.source_state.empty()) storage->load_state(ts.source_state);
+  }
+
+  // Initial rollout weights: the trainer's (resumed) weights, or in explore mode the newest synced ones.
+  std::shared_ptr<const model::Transformer> w0;
+  int64_t v0 = 0;
+  if (with_trainer) {
+    w0 = ts.tr->snapshot();
+    v0 = ts.start_step;
+  } else if (with_explorer) {
+    const int64_t v = sync->latest_version();
+    if (c.continue_from_checkpoint && v > 0) {
+      w0 = std::make_shared<const model::Transformer>(
+          model::Transformer::load(file::join(c.job_dir(), strcat("global_step_", v, "/huggingface"))));
+      v0 = v;
+    } else {
+      w0 = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
+    }
+  }
+  std::unique_ptr<algo::Algorithm> ealg;
+  std::shared_ptr<const explorer::RolloutModel> rm;
+  std::unique_ptr<explorer::Explorer> ex;
+  if (with_explorer) {
+    ealg = std::make_unique<algo::Algorithm>(c.algorithm);
+    rm = rollout_model(c, w0, v0);
+    ex = std::make_unique<explorer::Explorer>(explorer_options(c), rm, std::move(tasks), eval_sets(c), ealg.get(),
+                                              storage.get(), &emon, sync.get(), stop);
+    if (c.continue_from_checkpoint) ex->restore();
+    sync->set_state("explorer", sync::PeerState::kRunning);
+  }
+
+  std::string trainer_error;
+  TrainLoopResult tres;
+  std::thread trainer_thread;
+  auto train = [&] {
+    try {
+      sync->set_state("trainer", sync::PeerState::kRunning);
+      auto src = storage_source(storage.get(), c.buffer.train_batch_size,
+                                c.buffer.trainer_input.experience_buffer.max_read_timeout, sync.get(),
+                                max_staleness(c, *ts.tr), stop);
+      tres = train_loop(*ts.tr, *src, loop_options(c, 0), ts.start_step, &tmon, sync.get(), stop);
+      sync->set_state("trainer", sync::PeerState::kFinished);
+    } catch (const std::exception& e) {
+      trainer_error = e.what();
+      sync->set_state("trainer", sync::PeerState::kFailed, trainer_error);
+    }
+  };
+  if (with_trainer && with_explorer) trainer_thread = std::thread(train);
+
+  explorer::ExplorerSummary es;
+  if (with_explorer) {
+    try {
+      es = ex->run();
+    } catch (const std::exception& e) {
+      sync->set_state("explorer", sync::PeerState::kFailed, e.what());
+      if (trainer_thread.joinable()) trainer_thread.join();
+      throw;
+    }
+    storage->close();
+    sync->set_state("explorer", es.stopped ? sync::PeerState::kFailed : sync::PeerState::kFinished,
+                    es.stopped ? "stopped by the user" : "");
+  }
+  if (trainer_thread.joinable()) trainer_thread.join();
+  if (with_trainer && !with_explorer) train();
+  if (!trainer_error.empty()) throw Error("trainer", trainer_error);
+
+  s.explore_steps = es.steps;
+  s.train_steps = tres.steps;
+  s.stopped = es.stopped || tres.stopped;
+  if (with_trainer && tres.steps > 0) s.last_checkpoint = file::join(tres.last_checkpoint, "huggingface");
+  s.evals = es.evals;
+  // Final evaluation of the trained weights (trinity extension; Trinity evaluates only every eval_interval).
+  if (with_explorer && with_trainer && !s.stopped && !c.buffer.explorer_input.eval_tasksets.empty() && tres.steps > 0) {
+    if (rm->engine->model_version() != tres.steps) rm->engine->update_weights(ts.tr->snapshot(), tres.steps);
+    const bool already = !es.evals.empty() && es.evals.back().first == tres.steps;
+    if (!already) s.evals.push_back({tres.steps, ex->evaluate(std::max(es.steps, tres.steps))});
+  }
+  s.seconds = timer.seconds();
+  return s;
+}
+
+StageSummary run_train_dataset(const config::Config& c, const std::atomic<bool>* stop) {
+  StageSummary s;
+  s.name = c.name;
+  s.mode = c.mode;
+  s.job_dir = c.job_dir();
+  Timer timer;
+  monitor::Monitor tmon(c.job_dir(), "trainer", c.monitor.monitor_type);
+  auto w = model::Transformer::load(c.model.model_path);
+  std::vector<int32_t> stop_ids;
+  auto chat = explorer::RolloutModel::load_chat(c.model.model_path, w.config().vocab_size, c.model.custom_chat_template,
+                                                &stop_ids);
+  std::vector<int32_t> eos;
+  for (int64_t id : w.config().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+  for (int32_t id : stop_ids) eos.push_back(id);
+  auto data = dataset_experiences(c, *chat, eos);
+  auto src = dataset_source(std::move(data), c.buffer.train_batch_size, c.buffer.total_epochs);
+  TrainerSide ts = make_trainer(c, planned_train_steps(c, 0, src->total_steps()));
+  if (!ts.source_state.empty()) src->load_state(ts.source_state);
+  TrainLoopOptions lo = loop_options(c, 0);
+  TrainLoopResult r = train_loop(*ts.tr, *src, lo, ts.start_step, &tmon, nullptr, stop);
+  s.train_steps = r.steps;
+  s.stopped = r.stopped;
+  if (r.steps > 0) s.last_checkpoint = file::join(r.last_checkpoint, "huggingface");
+  s.seconds = timer.seconds();
+  return s;
+}
+
+StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
+  StageSummary s;
+  s.name = c.name;
+  s.mode = c.mode;
+  s.job_dir = c.job_dir();
+  Timer timer;
+  monitor::Monitor mon(c.job_dir(), "bench", c.monitor.monitor_type);
+  auto base = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
+  auto rm = rollout_model(c, base, 0);
+  auto opts = explorer_options(c);
+  explorer::Explorer ex(opts, rm, nullptr, eval_sets(c), nullptr, nullptr, &mon, nullptr, stop);
+  if (c.buffer.explorer_input.eval_tasksets.empty())
+    throw ConfigError("config", "bench mode needs buffer.explorer_input.eval_tasksets");
+  std::vector<std::pair<int64_t, std::string>> ckpts;
+  if (fs::exists(c.job_dir()))
+    for (const auto& e : fs::directory_iterator(c.job_dir())) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("global_step_", 0) != 0 || n.find(".tmp") != std::string::npos) continue;
+      const std::string hf = file::join(e.path().string(), "huggingface");
+      if (file::exists(file::join(hf, "config.json"))) ckpts.push_back({std::stoll(n.substr(12)), hf});
+    }
+  std::sort(ckpts.begin(), ckpts.end());
+  if (c.explorer.bench_on_latest_checkpoint && ckpts.size() > 1) ckpts.erase(ckpts.begin(), ckpts.end() - 1);
+  if (c.explorer.eval_on_startup || ckpts.empty()) {
+    s.evals.push_back({0, ex.evaluate(0, "bench")});
+    print_eval("bench base", s.evals.back().second);
+  }
+  for (const auto& [step, dir] : ckpts) {
+    if (stop && stop->load()) break;
+    rm->engine->update_weights(std::make_shared<const model::Transformer>(model::Transformer::load(dir)), step);
+    s.evals.push_back({step, ex.evaluate(step, "bench")});
+    print_eval(strcat("bench step ", step), s.evals.back().second);
+  }
+  s.seconds = timer.seconds();
+  return s;
+}
+
+std::string timestamp() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%Y%m%d%H%M%S", &tm);
+  return buf;
+}
+
+}  // namespace
+
+StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop) {
+  config::Config c = cfg;
+  if (!c.continue_from_checkpoint && c.mode != "bench" && fs::exists(c.job_dir()) && !fs::is_empty(c.job_dir())) {
+    const std::string old = c.job_dir();
+    c.name += "_" + timestamp();
+    log::warn("continue_from_checkpoint is false and ", old, " is not empty: this run is named '", c.name, "'");
+  }
+  file::make_dirs(c.job_dir());
+  log::info("stage '", c.name, "': mode ", c.mode, ", algorithm ", c.algorithm.algorithm_type, ", job dir ", c.job_dir());
+  if (c.mode == "both") return run_both(c, stop, true, true);
+  if (c.mode == "explore") return run_both(c, stop, true, false);
+  if (c.mode == "train") {
+    if (c.schema_type == "sft" || c.schema_type == "dpo") return run_train_dataset(c, stop);
+    return run_both(c, stop, false, true);
+  }
+  if (c.mode == "bench") return run_bench(c, stop);
+  throw UnsupportedError("launcher", strcat("mode '", c.mode, "' is not supported by `trinity run` (use `trinity serve` for serving)"));
+}
+
+std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop) {
+  std::vector<StageSummary> out;
+  if (loaded.stages.empty()) {
+    out.push_back(run_stage(loaded.config, stop));
+    return out;
+  }
+  const config::Config& root = loaded.config;
+  const std::string meta = file::join(root.job_dir(), "stage_meta.json");
+  json state = json::object();
+  if (root.continue_from_checkpoint && file::exists(meta)) state = json::parse(file::read_all(meta));
+  std::string prev_ckpt;
+  for (size_t i = 0; i < loaded.stages.size(); ++i) {
+    config::Config c = loaded.stages[i];
+    if (!prev_ckpt.empty()) c = config::with_model_path(c, prev_ckpt);
+    const std::string key = c.name;
+    if (state.contains("done") && state["done"].contains(key)) {
+      prev_ckpt = state["done"][key].get<std::string>();
+      log::info("stage '", key, "' already finished (", prev_ckpt, "); skipping");
+      continue;
+    }
+    StageSummary s = run_stage(c, stop);
+    out.push_back(s);
+    if (s.stopped) break;
+    if (!s.last_checkpoint.empty()) prev_ckpt = s.last_checkpoint;
+    state["latest_stage"] = i;
+    state["done"][key] = prev_ckpt;
+    file::make_dirs(root.job_dir());
+    file::write_atomic(meta, state.dump(1));
+  }
+  return out;
+}
+
+}  // namespace trinity::launcher

@@ -1,0 +1,35 @@
+// Launcher: runs a loaded config (trinity-rft.md §6.1): every stage in order (stage_meta.json
+// records finished stages, so a resumed run skips them; stage i+1 starts from stage i's final
+// checkpoint), each in its mode:
+//   both     explorer (main thread) + trainer (thread) in one process, memory sync
+//   explore  explorer only, weights from the trainer process through checkpoint sync
+//   train    trainer only: RL from a sqlite buffer filled by an explorer process, or SFT/DPO from files
+//   bench    evaluate the base model and every saved checkpoint on the eval tasksets
+// Ctrl-C sets the stop flag: the trainer finishes its step and saves a resumable checkpoint, the
+// explorer drops unfinished steps; `trinity run` again resumes (continue_from_checkpoint).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace trinity::launcher {
+
+struct StageSummary {
+  std::string name, mode, job_dir;
+  int64_t train_steps = 0, explore_steps = 0;
+  double seconds = 0;
+  std::vector<std::pair<int64_t, std::map<std::string, double>>> evals;  // (weights version, metrics)
+  std::string last_checkpoint;  // HF dir of the final weights ("" if none)
+  bool stopped = false;
+};
+
+// Runs all stages (or the config itself); returns one summary per stage run.
+std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop);
+// Runs one resolved stage config.
+StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop);
+
+}  // namespace trinity::launcher

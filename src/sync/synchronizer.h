@@ -1,0 +1,52 @@
+// Synchronizer (trinity-rft.md §6.2): how new policy weights travel from the trainer to the explorer.
+//   memory      one process (`both` mode): the trainer publishes an immutable snapshot, the explorer
+//               waits for a version and swaps it into its engine.
+//   checkpoint  two processes (`explore` + `train`): the trainer writes
+//               <job>/global_step_N/huggingface/ and then latest_state_dict_iteration.txt; the
+//               explorer polls that file every poll_s and loads the directory.
+// Each side also reports its state (running / finished / failed) so the peer never waits forever:
+// in memory mode through the object, in checkpoint mode through <job>/<role>_status.json with the
+// writer's pid (a peer whose pid is gone is reported as such, with a clear error).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/transformer.h"
+
+namespace trinity::sync {
+
+enum class PeerState { kUnknown, kRunning, kFinished, kFailed, kGone };
+const char* peer_state_name(PeerState s);
+
+struct Weights {
+  std::shared_ptr<const model::Transformer> model;
+  int64_t version = 0;
+};
+
+enum class WaitStatus {
+  kOk,             // weights of at least the requested version are in *out
+  kTrainerDone,    // the trainer finished or failed; *out holds its last weights if newer than asked before
+  kTimeout,        // sync_timeout passed
+};
+
+class Synchronizer {
+ public:
+  virtual ~Synchronizer() = default;
+  // Trainer side: make `weights` (an immutable snapshot) the latest version.
+  virtual void publish(std::shared_ptr<const model::Transformer> weights, int64_t version) = 0;
+  // Explorer side: waits until a version >= min_version exists (newer than `have`), up to timeout_s.
+  virtual WaitStatus wait_for(int64_t min_version, int64_t have, double timeout_s, Weights* out) = 0;
+  virtual int64_t latest_version() = 0;
+  // Each side reports its own end; error is "" when ok.
+  virtual void set_state(const std::string& role, PeerState s, const std::string& error = "") = 0;
+  virtual PeerState state(const std::string& role, std::string* error = nullptr) = 0;
+};
+
+std::unique_ptr<Synchronizer> make_memory_sync();
+// tokenizer_dir: tokenizer files copied into each published directory so it is a complete model.
+std::unique_ptr<Synchronizer> make_checkpoint_sync(const std::string& job_dir, const std::string& tokenizer_dir,
+                                                   double poll_s = 1.0);
+
+}  // namespace trinity::sync
