@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "buffer/dataset.h"
 #include "core/file.h"
 #include "workflow/arithmetic.h"
 #include "workflow/fake_client.h"
@@ -350,6 +351,48 @@ TEST(ArithmeticData, SftCorrectFractionAndRealMistakes) {
     EXPECT_EQ(r.at("response"), std::to_string(std::stoi(p.substr(0, plus)) + std::stoi(p.substr(plus + 1))));
   }
   EXPECT_THROW(write_arithmetic_sft(dir + "/x.jsonl", 10, 1.5, 1), ValueError);
+  std::filesystem::remove_all(dir);
+}
+
+// The generated taskset loads through the buffer layer with prompt_key=prompt, response_key=answer
+// and runs through arithmetic_workflow.
+TEST(ArithmeticData, LoadsAsTasksetAndRuns) {
+  const std::string dir = tmp_dir("load");
+  write_arithmetic_taskset(dir + "/train.jsonl", 4, 3);
+  buffer::TasksetConfig cfg;
+  cfg.path = dir + "/train.jsonl";
+  cfg.format.prompt_key = "prompt";
+  cfg.format.response_key = "answer";
+  cfg.default_workflow_type = "arithmetic_workflow";
+  cfg.strict = true;
+  const auto ts = buffer::Taskset::load(cfg);
+  ASSERT_EQ(ts.size(), 4u);
+  const buffer::Task& t = ts.at(0);
+  EXPECT_EQ(t.workflow, "arithmetic_workflow");
+  const auto row = json::parse(t.raw);
+  EXPECT_EQ(t.task_desc, row["prompt"]);
+  EXPECT_EQ(t.truth, row["answer"]);
+  auto m = byte_client();
+  m.push({t.truth});
+  RunContext ctx;
+  ctx.model = &m;
+  EXPECT_EQ(*make_workflow(t.workflow, t)->run(ctx).at(0).reward, 1.0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ArithmeticData, MakeDataCli) {
+  const std::string bin = std::string(TRINITY_BINARY_DIR) + "/trinity";
+  if (!std::filesystem::exists(bin)) GTEST_SKIP() << "trinity binary not built";
+  const std::string dir = tmp_dir("cli");
+  const std::string cmd = bin + " make-data arithmetic --out " + dir + "/d --train 30 --eval 7 --sft 20 --sft-correct 0.5 --seed 3 > /dev/null";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(read_jsonl(dir + "/d/train.jsonl").size(), 30u);
+  EXPECT_EQ(read_jsonl(dir + "/d/eval.jsonl").size(), 7u);
+  const auto sft = read_jsonl(dir + "/d/sft.jsonl");
+  ASSERT_EQ(sft.size(), 20u);
+  EXPECT_TRUE(sft[0].contains("prompt") && sft[0].contains("response"));
+  EXPECT_NE(std::system((bin + " make-data arithmetic --out " + dir + " --sft-correct 2 2> /dev/null").c_str()), 0);
+  EXPECT_NE(std::system((bin + " make-data cats --out " + dir + " 2> /dev/null").c_str()), 0);
   std::filesystem::remove_all(dir);
 }
 
