@@ -49,7 +49,13 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv,
       value = argv[++i];
     }
     values_[name] = value;
+    repeated_[name].push_back(value);
   }
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  auto it = repeated_.find(name);
+  return it == repeated_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string Args::str(const std::string& name) const {

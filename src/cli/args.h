@@ -24,10 +24,13 @@ class Args {
   double f64(const std::string& name, double def) const;
   bool flag(const std::string& name) const { return has(name); }
   const std::vector<std::string>& positional() const { return positional_; }
+  // Every value of a repeatable valued flag, in order ("--set a=1 --set b=2"); str() gives the last.
+  std::vector<std::string> all(const std::string& name) const;
 
  private:
   std::string command_;
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> repeated_;
   std::vector<std::string> positional_;
 };
 

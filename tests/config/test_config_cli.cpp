@@ -13,12 +13,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
+struct CliRun {
   int rc;
   std::string out, err;
 };
 
-Run run(const std::string& args) {
+CliRun run(const std::string& args) {
   const std::string tmp = (fs::temp_directory_path() / ("trinity_cfg_cli_" + std::to_string(::getpid()))).string();
   const std::string cmd = std::string(TRINITY_BINARY_DIR) + "/trinity config check " + args + " >" + tmp + ".out 2>" +
                           tmp + ".err";
@@ -53,14 +53,14 @@ TEST(ConfigCli, EveryExampleValidates) {
     for (const auto& e : fs::recursive_directory_iterator(ex)) {
       if (e.path().extension() != ".yaml" && e.path().extension() != ".yml") continue;
       ++n;
-      const Run r = run("--config " + e.path().string());
+      const CliRun r = run("--config " + e.path().string());
       EXPECT_EQ(r.rc, 0) << e.path() << "\n" << r.err;
     }
   if (n == 0) GTEST_SKIP() << "no examples/*.yaml yet";
 }
 
 TEST(ConfigCli, GoodConfigPrintsResolvedYamlAndWarnings) {
-  const Run r = run("--config " + write_cfg("good.yaml", kGood) + " --set buffer.batch_size=3 --set=trainer.save_interval=7");
+  const CliRun r = run("--config " + write_cfg("good.yaml", kGood) + " --set buffer.batch_size=3 --set=trainer.save_interval=7");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("train_batch_size: 12"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("save_interval: 7"), std::string::npos);
@@ -70,10 +70,10 @@ TEST(ConfigCli, GoodConfigPrintsResolvedYamlAndWarnings) {
 
 TEST(ConfigCli, BadConfigExitsOneWithLocation) {
   const std::string p = write_cfg("bad.yaml", std::string(kGood) + "trainer:\n  grad_clipp: 1.0\n");
-  const Run r = run("--config " + p);
+  const CliRun r = run("--config " + p);
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.err.find("bad.yaml:9"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("did you mean 'grad_clip'"), std::string::npos) << r.err;
-  const Run missing = run("--config /nonexistent/trinity.yaml");
+  const CliRun missing = run("--config /nonexistent/trinity.yaml");
   EXPECT_EQ(missing.rc, 1);
 }
