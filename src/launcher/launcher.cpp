@@ -210,7 +210,10 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   const bool two_process = !(with_explorer && with_trainer);
   std::unique_ptr<sync::Synchronizer> sync =
       two_process ? sync::make_checkpoint_sync(c.job_dir(), c.model.model_path) : sync::make_memory_sync();
-  auto storage = buffer::open_storage(c.buffer.trainer_input.experience_buffer);
+  const auto& ebc = c.buffer.trainer_input.experience_buffer;
+  if (!ebc.path.empty() && ebc.storage_type != "queue")
+    file::make_dirs(fs::path(buffer::sqlite_path_from_url(ebc.path)).parent_path().string());
+  auto storage = buffer::open_storage(ebc);
 
   std::unique_ptr<buffer::TasksetScheduler> tasks;
   if (with_explorer) tasks = train_tasks(c);

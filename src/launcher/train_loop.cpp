@@ -177,7 +177,9 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
       m["time/sync_weight"] = ts.seconds();
     }
     if (mon) mon->log(m, step);
-    std::fprintf(stderr, "%s\n",
+    const int64_t every = total > 0 ? std::max<int64_t>(1, total / 20) : 1;
+    if (step % every == 0 || step == total || step - start_step <= 2)
+      std::fprintf(stderr, "%s\n",
                  monitor::summary_line("trainer", step, m,
                                        {"reward=critic/score/mean", "actor/pg_loss", "actor/kl_loss",
                                         "actor/sft_loss", "actor/dpo_loss", "actor/grad_norm",

@@ -39,7 +39,8 @@ int64_t operand(Rng& rng, int digits) {
 class ArithmeticWorkflow : public Workflow {
  public:
   explicit ArithmeticWorkflow(const buffer::Task& task) : task_(task) {
-    WorkflowArgs wa("arithmetic_workflow", task.workflow_args, {});
+    WorkflowArgs wa("arithmetic_workflow", task.workflow_args, {"plain_text"});
+    plain_text_ = wa.get_bool("plain_text", false);
     if (!task.task_desc.empty()) {
       prompt_ = task.task_desc;
       answer_ = trim(task.truth);
@@ -74,7 +75,16 @@ class ArithmeticWorkflow : public Workflow {
   std::vector<buffer::Experience> run(RunContext& ctx) override {
     TRINITY_ASSERT(ctx.model != nullptr, "arithmetic_workflow: run without a model");
     const GenOptions opt = gen_options_for(task_, std::max<int64_t>(1, ctx.repeat_times), ctx.rng);
-    const auto samples = ctx.model->generate(prompt_, opt);
+    // Chat by default, so the rollouts are formatted exactly like SFT demonstrations of plaintext
+    // rows (which go through the chat template); workflow_args {"plain_text": true} samples a raw
+    // completion of "a+b=" instead (base models without a template).
+    std::vector<Sample> samples;
+    if (plain_text_) {
+      samples = ctx.model->generate(prompt_, opt);
+    } else {
+      const json msgs = json::array({{{"role", "user"}, {"content", prompt_}}});
+      samples = ctx.model->chat(msgs.dump(), opt);
+    }
     std::vector<buffer::Experience> out;
     for (size_t i = 0; i < samples.size(); ++i) {
       const Sample& s = samples[i];
@@ -90,6 +100,7 @@ class ArithmeticWorkflow : public Workflow {
  private:
   buffer::Task task_;
   std::string prompt_, answer_;
+  bool plain_text_ = false;
 };
 
 void write_lines(const std::string& path, const std::vector<json>& rows) {

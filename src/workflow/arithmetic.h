@@ -1,6 +1,6 @@
 // The quickstart's synthetic verifiable task: "a+b=" -> the decimal sum. arithmetic_workflow
-// (registered in arithmetic.cpp) samples plain-text completions of "a+b=" (no chat template, one
-// request with n = repeat_times) and rewards 1.0 iff the sample stopped on EOS and its decoded text
+// (registered in arithmetic.cpp) chats [user: "a+b="] (one request with n = repeat_times; with
+// workflow_args {"plain_text": true} a raw completion of "a+b=" without the chat template) and rewards 1.0 iff the sample stopped on EOS and its decoded text
 // (whitespace-trimmed) is exactly the sum; metric "accuracy". Data generators write JSONL:
 //   taskset rows {"prompt": "12+34=", "answer": "46"}   (format prompt_key=prompt, response_key=answer)
 //   SFT rows     {"prompt": "12+34=", "response": "46"} where 1 - correct_fraction of the rows carry
