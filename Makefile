@@ -12,7 +12,8 @@ build: setup
 	cmake --build --preset release -j $(JOBS)
 
 demo: build
-	./build/release/trinity demo
+	rm -rf build/quickstart
+	./scripts/quickstart build/quickstart
 
 test: build
 	ctest --preset release
