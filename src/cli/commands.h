@@ -22,5 +22,7 @@ int cmd_serve(const Argv& args);
 int cmd_make_data(const Argv& args);
 int cmd_config_check(const Argv& args);
 int cmd_run(const Argv& args);
+int cmd_bench(const Argv& args);
+int cmd_debug_workflow(const Argv& args);
 
 }  // namespace trinity::cli

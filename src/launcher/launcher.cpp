@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -253,6 +254,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   }
 
   std::string trainer_error;
+  std::exception_ptr trainer_exc;  // rethrown as is (its message already names the component)
   TrainLoopResult tres;
   std::thread trainer_thread;
   auto train = [&] {
@@ -265,6 +267,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
       sync->set_state("trainer", sync::PeerState::kFinished);
     } catch (const std::exception& e) {
       trainer_error = e.what();
+      trainer_exc = std::current_exception();
       sync->set_state("trainer", sync::PeerState::kFailed, trainer_error);
     }
   };
@@ -285,7 +288,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   }
   if (trainer_thread.joinable()) trainer_thread.join();
   if (with_trainer && !with_explorer) train();
-  if (!trainer_error.empty()) throw Error("trainer", trainer_error);
+  if (trainer_exc) std::rethrow_exception(trainer_exc);
 
   s.explore_steps = es.steps;
   s.train_steps = tres.steps;
@@ -376,6 +379,12 @@ std::string timestamp() {
 }
 
 }  // namespace
+
+std::shared_ptr<const explorer::RolloutModel> make_rollout_model(const config::Config& cfg,
+                                                                 std::shared_ptr<const model::Transformer> weights,
+                                                                 int64_t version) {
+  return rollout_model(cfg, std::move(weights), version);
+}
 
 StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop) {
   config::Config c = cfg;

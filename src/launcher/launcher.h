@@ -14,7 +14,16 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "config/config.h"
+
+namespace trinity::explorer {
+struct RolloutModel;
+}
+namespace trinity::model {
+class Transformer;
+}
 
 namespace trinity::launcher {
 
@@ -31,5 +40,12 @@ struct StageSummary {
 std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop);
 // Runs one resolved stage config.
 StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop);
+
+// The rollout model exactly as the explorer of `cfg` uses it: engine over `weights` at `version`,
+// the model dir's tokenizer + chat template (model.custom_chat_template), explorer.rollout_model
+// sampling defaults (used by `trinity debug workflow`).
+std::shared_ptr<const explorer::RolloutModel> make_rollout_model(const config::Config& cfg,
+                                                                 std::shared_ptr<const model::Transformer> weights,
+                                                                 int64_t version);
 
 }  // namespace trinity::launcher
