@@ -1,0 +1,256 @@
+// `trinity run` end to end with the real binary, one test per mode (both GRPO / PPO, train SFT
+// plaintext + messages, train DPO, explore + train as two processes over a sqlite buffer with
+// checkpoint sync, bench, multi-stage SFT -> GRPO with stage skipping on rerun), peer failures
+// (a missing explorer or trainer is a clear error within the deadline, never a hang) and bad configs.
+// Tiny model (1 layer, hidden 32), 2 tasks x 2 repeats per step, 4 steps: each run is ~1 s.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "launcher/e2e_util.h"
+#include "model/transformer.h"
+
+namespace trinity::test {
+namespace {
+
+std::string root() { return shared_root(); }
+
+int count_lines_with(const std::string& text, const std::string& needle) {
+  std::istringstream in(text);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line))
+    if (line.find(needle) != std::string::npos) ++n;
+  return n;
+}
+
+std::vector<std::string> files_under(const std::string& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out.push_back(e.path().string());
+  return out;
+}
+
+TEST(LauncherModes, BothGrpoLogsTrainsEvaluatesAndSaves) {
+  const std::string name = "both_grpo";
+  const std::string cfg = write_config(root(), name, base_yaml(root(), name));
+  const RunOut r = trinity({"run", "--config", cfg}, root() + "/" + name + ".log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string job = job_dir(root(), name);
+  const auto m = read_metrics(job);
+  for (const char* k : {"rollout/accuracy/mean", "rollout/finished_task_count", "rollout/model_version"})
+    EXPECT_TRUE(has_metric(m, "explorer", k)) << k;
+  for (const char* k : {"actor/pg_loss", "actor/grad_norm", "actor/lr"}) EXPECT_TRUE(has_metric(m, "trainer", k)) << k;
+  EXPECT_EQ(metric_steps(m, "trainer", "actor/pg_loss"), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(metric_sum(m, "explorer", "rollout/finished_task_count"), 8.0);
+  EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed_task_count"), 0.0);
+  // Eval at startup, every 2 steps: versions 0, 2, 4.
+  EXPECT_EQ(metric_steps(m, "explorer", "eval/arith_eval/accuracy/mean@1"), (std::vector<int64_t>{0, 2, 4}));
+  for (int s : {2, 4}) {
+    const std::string hf = job + "/global_step_" + std::to_string(s) + "/huggingface";
+    ASSERT_TRUE(fs::exists(hf + "/config.json")) << hf;
+    EXPECT_NO_THROW(model::Transformer::load(hf)) << hf;
+  }
+  for (const char* role : {"explorer", "trainer"}) {
+    const auto files = files_under(job + "/monitor/tensorboard/" + role);
+    ASSERT_FALSE(files.empty()) << role;
+    EXPECT_NE(files[0].find("events.out.tfevents"), std::string::npos) << files[0];
+    EXPECT_GT(fs::file_size(files[0]), 100u) << files[0];
+  }
+  EXPECT_NE(r.out.find("4 train steps, 4 explore steps"), std::string::npos) << r.out;
+}
+
+TEST(LauncherModes, BothPpoTrainsTheCritic) {
+  const std::string name = "both_ppo";
+  const std::string cfg = write_config(root(), name, base_yaml(root(), name));
+  const RunOut r = trinity({"run", "--config", cfg, "--set", "algorithm.algorithm_type=ppo", "--set",
+                            "algorithm.repeat_times=1", "--set", "buffer.batch_size=4", "--set", "buffer.total_steps=2"},
+                           root() + "/" + name + ".log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto m = read_metrics(job_dir(root(), name));
+  EXPECT_EQ(metric_steps(m, "trainer", "critic/vf_loss"), (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(has_metric(m, "trainer", "actor/pg_loss"));
+  for (double v : metric_values(m, "trainer", "critic/vf_loss")) EXPECT_TRUE(std::isfinite(v));
+}
+
+// SFT from a file: `rows` rows, train_batch_size 4, 1 epoch -> rows / 4 steps, each with actor/sft_loss.
+void run_sft(const std::string& name, const std::string& data, const std::string& format, int64_t expect_steps) {
+  std::string y = base_yaml(root(), name);
+  y += "mode: train\n";
+  const RunOut r = trinity({"run", "--config", write_config(root(), name, y), "--set", "algorithm.algorithm_type=sft",
+                            "--set", "buffer.train_batch_size=4", "--set", "buffer.total_epochs=1", "--set",
+                            "buffer.trainer_input.experience_buffer.storage_type=file", "--set",
+                            "buffer.trainer_input.experience_buffer.path=" + data, "--set",
+                            "buffer.trainer_input.experience_buffer.format=" + format},
+                           root() + "/" + name + ".log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string job = job_dir(root(), name);
+  const auto m = read_metrics(job);
+  const auto steps = metric_steps(m, "trainer", "actor/sft_loss");
+  ASSERT_EQ(static_cast<int64_t>(steps.size()), expect_steps) << r.out;
+  const auto loss = metric_values(m, "trainer", "actor/sft_loss");
+  EXPECT_LT(loss.back(), loss.front()) << "SFT loss did not go down";
+  EXPECT_TRUE(fs::exists(job + "/global_step_" + std::to_string(expect_steps) + "/huggingface/config.json"));
+}
+
+TEST(LauncherModes, TrainSftPlaintext) {
+  run_sft("sft_plain", root() + "/data/sft.jsonl", "{prompt_type: plaintext, prompt_key: prompt, response_key: response}", 8);
+}
+
+TEST(LauncherModes, TrainSftMessages) {
+  std::string rows;
+  for (int i = 0; i < 12; ++i)
+    rows += json{{"messages", json::array({{{"role", "user"}, {"content", std::to_string(i) + "+1="}},
+                                           {{"role", "assistant"}, {"content", std::to_string(i + 1)}}})}}
+                .dump() +
+            "\n";
+  write_text(root() + "/data/sft_messages.jsonl", rows);
+  run_sft("sft_messages", root() + "/data/sft_messages.jsonl", "{prompt_type: messages, messages_key: messages}", 3);
+}
+
+TEST(LauncherModes, TrainDpoFromJsonl) {
+  std::string rows;
+  for (int i = 0; i < 8; ++i)
+    rows += json{{"prompt", std::to_string(i) + "+2="}, {"chosen", std::to_string(i + 2)}, {"rejected", "x" + std::to_string(i)}}
+                .dump() +
+            "\n";
+  write_text(root() + "/data/dpo.jsonl", rows);
+  const std::string name = "dpo";
+  std::string y = base_yaml(root(), name) + "mode: train\n";
+  const RunOut r = trinity({"run", "--config", write_config(root(), name, y), "--set", "algorithm.algorithm_type=dpo",
+                            "--set", "buffer.train_batch_size=2", "--set", "buffer.total_epochs=1", "--set",
+                            "buffer.trainer_input.experience_buffer.storage_type=file", "--set",
+                            "buffer.trainer_input.experience_buffer.path=" + root() + "/data/dpo.jsonl", "--set",
+                            "buffer.trainer_input.experience_buffer.format={prompt_type: plaintext}"},
+                           root() + "/" + name + ".log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto m = read_metrics(job_dir(root(), name));
+  EXPECT_EQ(metric_steps(m, "trainer", "actor/dpo_loss"), (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+// Explorer and trainer as two processes: sqlite buffer, checkpoint sync through the job dir.
+TEST(LauncherModes, ExploreAndTrainProcessesShareSqliteBuffer) {
+  const std::string name = "two_proc";
+  std::string y = base_yaml(root(), name);
+  y += "synchronizer: {sync_timeout: 60}\n";
+  const std::string cfg = write_config(root(), name, y);
+  const std::vector<std::string> common = {"--set", "buffer.trainer_input.experience_buffer.storage_type=sql", "--set",
+                                           "buffer.trainer_input.experience_buffer.max_read_timeout=60"};
+  std::vector<std::string> ea = {trinity_bin(), "run", "--config", cfg, "--set", "mode=explore"};
+  std::vector<std::string> ta = {trinity_bin(), "run", "--config", cfg, "--set", "mode=train"};
+  ea.insert(ea.end(), common.begin(), common.end());
+  ta.insert(ta.end(), common.begin(), common.end());
+  Proc tp = spawn(ta, root() + "/" + name + "_trainer.log");
+  Proc ep = spawn(ea, root() + "/" + name + "_explorer.log");
+  const int erc = wait_exit(ep, 90), trc = wait_exit(tp, 90);
+  ASSERT_EQ(erc, 0) << slurp(ep.log);
+  ASSERT_EQ(trc, 0) << slurp(tp.log);
+  const std::string job = job_dir(root(), name);
+  const auto m = read_metrics(job);
+  EXPECT_EQ(metric_steps(m, "trainer", "actor/pg_loss"), (std::vector<int64_t>{1, 2, 3, 4})) << slurp(tp.log);
+  const auto versions = metric_values(m, "explorer", "rollout/model_version");
+  ASSERT_EQ(versions.size(), 4u);
+  EXPECT_EQ(versions.front(), 0.0);
+  EXPECT_GE(versions.back(), 2.0) << "the explorer never picked up the trainer's checkpoints";
+  EXPECT_TRUE(std::is_sorted(versions.begin(), versions.end()));
+  EXPECT_TRUE(fs::exists(job + "/global_step_4/huggingface/config.json"));
+}
+
+TEST(LauncherModes, BenchEvaluatesBaseAndEveryCheckpoint) {
+  const std::string name = "bench";
+  const std::string cfg = write_config(root(), name, base_yaml(root(), name));
+  ASSERT_EQ(trinity({"run", "--config", cfg}, root() + "/bench_train.log").rc, 0) << slurp(root() + "/bench_train.log");
+  const RunOut r = trinity({"run", "--config", cfg, "--set", "mode=bench"}, root() + "/bench.log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto m = read_metrics(job_dir(root(), name));
+  EXPECT_EQ(metric_steps(m, "bench", "bench/arith_eval/accuracy/mean@1"), (std::vector<int64_t>{0, 2, 4})) << r.out;
+  EXPECT_EQ(metric_values(m, "bench", "bench/arith_eval/finished_task_count"), (std::vector<double>{4, 4, 4}));
+}
+
+TEST(LauncherModes, MultiStageSftThenGrpoSkipsFinishedStagesOnRerun) {
+  const std::string name = "stages";
+  std::string y = base_yaml(root(), name);
+  y += "stages:\n"
+       "  - stage_name: sft\n"
+       "    mode: train\n"
+       "    algorithm: {algorithm_type: sft, optimizer: {lr: 1e-3}}\n"
+       "    buffer:\n"
+       "      train_batch_size: 8\n"
+       "      total_epochs: 1\n"
+       "      trainer_input:\n"
+       "        experience_buffer:\n"
+       "          name: sft_data\n"
+       "          storage_type: file\n"
+       "          path: " + root() + "/data/sft.jsonl\n"
+       "          format: {prompt_type: plaintext, prompt_key: prompt, response_key: response}\n"
+       "  - stage_name: grpo\n";
+  const std::string cfg = write_config(root(), name, y);
+  const RunOut r = trinity({"run", "--config", cfg}, root() + "/stages.log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const std::string job = job_dir(root(), name);
+  const json meta = json::parse(slurp(job + "/stage_meta.json"));
+  ASSERT_TRUE(meta.contains("done")) << meta.dump();
+  EXPECT_TRUE(meta["done"].contains(name + "/sft")) << meta.dump();
+  EXPECT_TRUE(meta["done"].contains(name + "/grpo")) << meta.dump();
+  EXPECT_EQ(meta["done"][name + "/sft"].get<std::string>(), job + "/sft/global_step_4/huggingface");
+  EXPECT_EQ(metric_steps(read_metrics(job + "/sft"), "trainer", "actor/sft_loss").size(), 4u);
+  EXPECT_EQ(metric_steps(read_metrics(job + "/grpo"), "trainer", "actor/pg_loss").size(), 4u);
+  // The GRPO stage starts from the SFT checkpoint.
+  EXPECT_NE(r.out.find("sft/global_step_4/huggingface"), std::string::npos) << r.out;
+
+  const size_t lines_before = read_metrics(job + "/grpo").size();
+  const RunOut again = trinity({"run", "--config", cfg}, root() + "/stages2.log");
+  ASSERT_EQ(again.rc, 0) << again.out;
+  EXPECT_EQ(count_lines_with(again.out, "already finished"), 2) << again.out;
+  EXPECT_EQ(read_metrics(job + "/grpo").size(), lines_before);
+}
+
+// ---- peer failures and bad configs ----
+
+TEST(LauncherPeerFailure, TrainWithoutExplorerFailsAfterMaxReadTimeout) {
+  const std::string name = "no_explorer";
+  const std::string cfg = write_config(root(), name, base_yaml(root(), name));
+  const RunOut r = trinity({"run", "--config", cfg, "--set", "mode=train", "--set",
+                            "buffer.trainer_input.experience_buffer.storage_type=sql", "--set",
+                            "buffer.trainer_input.experience_buffer.max_read_timeout=3"},
+                           root() + "/" + name + ".log", 40);
+  ASSERT_NE(r.rc, -1) << "hung: " << r.out;
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_LT(r.seconds, 30);
+  // One line, the component named once (not "[trainer] [trainer] ...").
+  EXPECT_EQ(count_lines_with(r.out, "trinity: error: [trainer] waited buffer.trainer_input.experience_buffer.max_read_timeout = 3 s"), 1)
+      << r.out;
+}
+
+TEST(LauncherPeerFailure, ExploreWithoutTrainerFailsAfterSyncTimeout) {
+  const std::string name = "no_trainer";
+  const std::string cfg = write_config(root(), name, base_yaml(root(), name));
+  const RunOut r = trinity({"run", "--config", cfg, "--set", "mode=explore", "--set", "synchronizer.sync_timeout=3", "--set",
+                            "buffer.trainer_input.experience_buffer.storage_type=sql"},
+                           root() + "/" + name + ".log", 40);
+  ASSERT_NE(r.rc, -1) << "hung: " << r.out;
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_LT(r.seconds, 30);
+  EXPECT_EQ(count_lines_with(r.out, "trinity: error: [explorer] waited synchronizer.sync_timeout = 3 s"), 1) << r.out;
+}
+
+TEST(LauncherBadConfig, UnknownKeyAndMissingTasksetExitOneNamingTheKey) {
+  std::string y = base_yaml(root(), "bad");
+  y.replace(y.find("  save_interval: 2"), 18, "  save_intervall: 2");
+  const RunOut r = trinity({"run", "--config", write_config(root(), "bad", y)}, root() + "/bad.log");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("save_intervall"), std::string::npos) << r.out;
+
+  std::string y2 = base_yaml(root(), "bad2");
+  const size_t a = y2.find("    taskset:"), b = y2.find("    eval_tasksets:");
+  y2.erase(a, b - a);
+  const RunOut r2 = trinity({"run", "--config", write_config(root(), "bad2", y2)}, root() + "/bad2.log");
+  EXPECT_EQ(r2.rc, 1) << r2.out;
+  EXPECT_NE(r2.out.find("taskset"), std::string::npos) << r2.out;
+  EXPECT_FALSE(fs::exists(job_dir(root(), "bad2") + "/global_step_1"));
+}
+
+}  // namespace
+}  // namespace trinity::test
