@@ -215,6 +215,7 @@ int cmd_debug_workflow(const Argv& argv) {
     for (const auto& e : res.experiences) text += buffer::experience_to_json(e) + "\n";
     const std::string out = file::join(dir, "experiences.jsonl");
     file::write_atomic(out, text);
+    std::fflush(stdout);
     std::fprintf(stderr, "trinity: wrote %s (%zu experiences)\n", out.c_str(), res.experiences.size());
   }
   return 0;
