@@ -28,7 +28,7 @@ const Command kCommands[] = {
     {"config check", trinity::cli::cmd_config_check, "validate a config; print it fully resolved and its warnings"},
     {"demo", trinity::cli::cmd_demo, "train a small model on a pattern, then generate from it"},
     {"init-model", trinity::cli::cmd_init_model, "write a random-init HF checkpoint"},
-    {"make-data", trinity::cli::cmd_make_data, "write a synthetic data set (arithmetic: train/eval/sft JSONL)"},
+    {"make-data", trinity::cli::cmd_make_data, "write a synthetic data set (arithmetic: train/eval/sft JSONL; frozen_lake: train/eval maps)"},
     {"serve", trinity::cli::cmd_serve, "OpenAI-compatible HTTP server over the generation engine"},
     {"tokenize", trinity::cli::cmd_tokenize, "tokenize JSONL text / chat messages with a HF tokenizer dir"},
     {"debug logprobs", trinity::cli::cmd_debug_logprobs,
