@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trinity::engine {
@@ -214,6 +215,8 @@ void emit(Request& r, Sample& s, int32_t token, float logprob, bool finished) {
 }  // namespace
 
 void Engine::loop() {
+  // OpenMP's thread count is per thread: give the scheduler thread the process-wide setting.
+  set_num_threads(num_threads());
   auto& im = *impl_;
   const int64_t ps = im.opts.page_size;
   const int64_t v = cfg_.vocab_size;

@@ -2,6 +2,7 @@
 #include "launcher/launcher.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -16,6 +17,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/engine.h"
 #include "explorer/explorer.h"
@@ -23,6 +25,7 @@
 #include "model/transformer.h"
 #include "monitor/monitor.h"
 #include "sync/synchronizer.h"
+#include "tensor/blas.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer/sft_data.h"
 #include "trainer/trainer.h"
@@ -258,6 +261,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   TrainLoopResult tres;
   std::thread trainer_thread;
   auto train = [&] {
+    set_num_threads(num_threads());  // OpenMP's count is per thread
     try {
       sync->set_state("trainer", sync::PeerState::kRunning);
       auto src = storage_source(storage.get(), c.buffer.train_batch_size,
@@ -386,8 +390,23 @@ std::shared_ptr<const explorer::RolloutModel> make_rollout_model(const config::C
   return rollout_model(cfg, std::move(weights), version);
 }
 
+// Kernel threads: a model of a few million parameters gains nothing from splitting its small GEMMs
+// over cores, and in `both` mode the explorer and the trainer already run side by side (with a
+// spinning OpenMP team each they slow each other down many times over), so small models run one
+// thread per kernel. TRINITY_THREADS / OMP_NUM_THREADS override.
+void choose_threads(const config::Config& c) {
+  if (std::getenv("TRINITY_THREADS") || std::getenv("OMP_NUM_THREADS")) return;
+  const model::ModelConfig mc = model::load_config(c.model.model_path);
+  if (mc.num_params() < 5'000'000) {
+    set_num_threads(1);
+    tensor::blas_set_threads(1);
+    log::info("model has ", mc.num_params(), " parameters: 1 thread per kernel (set TRINITY_THREADS to change)");
+  }
+}
+
 StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop) {
   config::Config c = cfg;
+  choose_threads(c);
   if (!c.continue_from_checkpoint && c.mode != "bench" && fs::exists(c.job_dir()) && !fs::is_empty(c.job_dir())) {
     const std::string old = c.job_dir();
     c.name += "_" + timestamp();
