@@ -40,6 +40,9 @@ class StorageSource : public BatchSource {
         return true;
       }
       if (res.status == buffer::ReadStatus::kClosed) return false;
+      // Ctrl-C: stop before looking at the explorer, which reports itself failed ("stopped by the
+      // user") when the same stop flag ended it; that is a clean stop here, not an error.
+      if (stop_ && stop_->load()) return false;
       // Timeout: is anyone still writing?
       std::string err;
       const sync::PeerState ps = sync_ ? sync_->state("explorer", &err) : sync::PeerState::kUnknown;

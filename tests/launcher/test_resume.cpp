@@ -1,0 +1,141 @@
+// Resume of a `both` GRPO run with the real binary:
+//  (a) SIGINT mid-run: exit 130 with a checkpoint; rerunning trains exactly the remaining steps and
+//      the explorer continues from its saved step (explorer_meta.json), not from 0.
+//  (b) kill -9 mid-run with a sqlite buffer and save_interval 2: the rerun completes; afterwards every
+//      experience row was consumed exactly once, no (explore step, task) group was written twice, and
+//      the trainer's last step is the planned count.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "launcher/e2e_util.h"
+
+namespace trinity::test {
+namespace {
+
+constexpr int kSteps = 30;  // explore steps = train steps (2 tasks x 2 runs per train batch)
+
+// Waits until the trainer logged `n` steps (pg_loss lines) or the process ended; false on deadline.
+bool wait_trainer_steps(const Proc& p, const std::string& job, size_t n, double timeout_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    if (fs::exists(job + "/monitor/metrics.jsonl")) {
+      size_t k = 0;
+      std::ifstream in(job + "/monitor/metrics.jsonl");
+      std::string line;
+      while (std::getline(in, line))
+        if (line.find("\"role\":\"trainer\"") != std::string::npos && line.find("actor/pg_loss") != std::string::npos) ++k;
+      if (k >= n) return true;
+    }
+    siginfo_t info{};
+    if (waitid(P_PID, static_cast<id_t>(p.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid != 0)
+      return false;  // exited (still reapable by wait_exit)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+int64_t read_int(const std::string& path) { return std::stoll(slurp(path)); }
+
+// Output of `sqlite3 -separator ' ' db sql` (deadline via timeout(1)).
+std::string sql(const std::string& db, const std::string& query) {
+  const std::string cmd = "timeout 20 sqlite3 -separator ' ' '" + db + "' \"" + query + "\"";
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return "popen failed";
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  pclose(f);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::vector<std::string> run_args(const std::string& cfg, const std::vector<std::string>& extra) {
+  std::vector<std::string> a = {trinity_bin(), "run", "--config", cfg, "--set", "buffer.total_steps=" + std::to_string(kSteps),
+                                "--set", "explorer.eval_interval=10"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+TEST(LauncherResume, SigintThenRerunFinishesTheRemainingSteps) {
+  const std::string& root = shared_root();
+  const std::string name = "sigint";
+  const std::string cfg = write_config(root, name, base_yaml(root, name));
+  const std::string job = job_dir(root, name);
+  const auto args = run_args(cfg, {"--set", "trainer.save_interval=10"});
+  Proc p = spawn(args, root + "/sigint1.log");
+  ASSERT_TRUE(wait_trainer_steps(p, job, 5, 60)) << slurp(p.log);
+  kill(p.pid, SIGINT);
+  const int rc = wait_exit(p, 60);
+  ASSERT_EQ(rc, 130) << slurp(p.log);
+  ASSERT_TRUE(fs::exists(job + "/latest_checkpointed_iteration.txt")) << slurp(p.log);
+  const int64_t t1 = read_int(job + "/latest_checkpointed_iteration.txt");
+  EXPECT_GE(t1, 5);
+  ASSERT_LT(t1, kSteps) << "the run ended before the signal; nothing to resume";
+  EXPECT_TRUE(fs::exists(job + "/global_step_" + std::to_string(t1) + "/huggingface/config.json"));
+  const auto m1 = read_metrics(job);
+  EXPECT_EQ(metric_steps(m1, "trainer", "actor/pg_loss").back(), t1) << "the stop checkpoint is the last trained step";
+  const json meta = json::parse(slurp(job + "/explorer_meta.json"));
+  const int64_t e1 = meta.at("latest_iteration").get<int64_t>();
+  EXPECT_GE(e1, t1 - 1);
+
+  Proc p2 = spawn(run_args(cfg, {"--set", "trainer.save_interval=10"}), root + "/sigint2.log");
+  const int rc2 = wait_exit(p2, 90);
+  const std::string out2 = slurp(p2.log);
+  ASSERT_EQ(rc2, 0) << out2;
+  EXPECT_NE(out2.find("resumed at step " + std::to_string(e1)), std::string::npos) << out2;
+  const auto m = read_metrics(job);
+  const std::vector<json> m2(m.begin() + static_cast<std::ptrdiff_t>(m1.size()), m.end());
+  // The trainer trains t1+1 .. kSteps, exactly once each.
+  std::vector<int64_t> want;
+  for (int64_t s = t1 + 1; s <= kSteps; ++s) want.push_back(s);
+  EXPECT_EQ(metric_steps(m2, "trainer", "actor/pg_loss"), want) << out2;
+  EXPECT_EQ(read_int(job + "/latest_checkpointed_iteration.txt"), kSteps);
+  // The explorer continues after its saved step.
+  const auto esteps = metric_steps(m2, "explorer", "rollout/finished_task_count");
+  ASSERT_FALSE(esteps.empty());
+  EXPECT_EQ(esteps.front(), e1 + 1) << out2;
+  EXPECT_EQ(esteps.back(), kSteps);
+}
+
+TEST(LauncherResume, KillNineWithSqliteBufferConsumesEveryExperienceOnce) {
+  const std::string& root = shared_root();
+  const std::string name = "kill9";
+  const std::string cfg = write_config(root, name, base_yaml(root, name));
+  const std::string job = job_dir(root, name);
+  const std::vector<std::string> extra = {"--set", "trainer.save_interval=2", "--set",
+                                          "buffer.trainer_input.experience_buffer.storage_type=sql"};
+  Proc p = spawn(run_args(cfg, extra), root + "/kill1.log");
+  ASSERT_TRUE(wait_trainer_steps(p, job, 7, 60)) << slurp(p.log);
+  kill(p.pid, SIGKILL);
+  ASSERT_EQ(wait_exit(p, 30), 128 + SIGKILL);
+  const int64_t t1 = read_int(job + "/latest_checkpointed_iteration.txt");
+  ASSERT_LT(t1, kSteps);
+
+  Proc p2 = spawn(run_args(cfg, extra), root + "/kill2.log");
+  const int rc2 = wait_exit(p2, 90);
+  const std::string out2 = slurp(p2.log);
+  ASSERT_EQ(rc2, 0) << out2;
+  EXPECT_EQ(read_int(job + "/latest_checkpointed_iteration.txt"), kSteps) << out2;
+  const auto m = read_metrics(job);
+  const auto tsteps = metric_steps(m, "trainer", "actor/pg_loss");
+  EXPECT_EQ(tsteps.back(), kSteps);
+
+  const std::string db = job + "/buffer/experience_buffer.db";
+  ASSERT_TRUE(fs::exists(db)) << out2;
+  const std::string t = "experience_buffer";
+  // Every explore step's 2 tasks x 2 runs written once: kSteps * 4 rows, 2 per (step, task) group.
+  EXPECT_EQ(sql(db, "SELECT count(*) FROM " + t), std::to_string(kSteps * 4));
+  EXPECT_EQ(sql(db, "SELECT count(DISTINCT task_id) FROM " + t), std::to_string(kSteps * 2));
+  EXPECT_EQ(sql(db, "SELECT task_id, count(*) FROM " + t + " GROUP BY task_id HAVING count(*) != 2"), "")
+      << "an explore step was written twice (redone after the kill)";
+  // Consumed exactly once each, nothing left leased or ready.
+  EXPECT_EQ(sql(db, "SELECT status, consumed, count(*) FROM " + t + " GROUP BY status, consumed"),
+            "3 1 " + std::to_string(kSteps * 4));
+}
+
+}  // namespace
+}  // namespace trinity::test
