@@ -1,7 +1,8 @@
 // `trinity bench --config X [--set key=value ...]`: evaluates the config's last stage (the config
-// itself without `stages:`) in bench mode: the base model, then every saved checkpoint
-// (global_step_N/huggingface) of its job dir, on the eval tasksets; prints the eval metrics per
-// checkpoint. The config is re-loaded with mode=bench (stages.<last>.mode=bench) because derived
+// itself without `stages:`) in bench mode: the base model (when explorer.eval_on_startup, the default,
+// or when there is no checkpoint), then every saved checkpoint (global_step_N/huggingface; only the
+// newest with explorer.bench_on_latest_checkpoint) of its job dir, on the eval tasksets; prints the
+// eval metrics per checkpoint. The config is re-loaded with mode=bench (stages.<last>.mode=bench) because derived
 // values depend on the mode. For a later stage, the base model is the previous stage's final
 // checkpoint when stage_meta.json records it (as `trinity run` chains stages).
 #include <unistd.h>
