@@ -159,6 +159,12 @@ bool Explorer::sync_weights(int64_t step) {
   const int64_t tbs = std::max<int64_t>(1, opts_.train_batch_size);
   const int64_t want = written / tbs;
   const int64_t have = model_->engine->model_version();
+  if (!opts_.sync_blocking) {
+    sync::Weights w;
+    const sync::WaitStatus st = sync_->wait_for(have + 1, have, 0.0, &w);
+    if (w.model && w.version > have) model_->engine->update_weights(w.model, w.version);
+    return st != sync::WaitStatus::kTrainerDone;
+  }
   if (want <= have) return true;
   Timer t;
   sync::Weights w;

@@ -56,6 +56,8 @@ struct ExplorerOptions {
   double sync_timeout = 3600.0;
   int64_t train_batch_size = 1;  // experiences per train step (for the version to wait for)
   bool sync_with_trainer = true; // false: explore without waiting for weights (no trainer)
+  bool sync_blocking = true;     // sync_style fixed: wait for the version; explorer_driven /
+                                 // trainer_driven: take the newest published weights, never wait
   uint64_t seed = 42;
   std::string job_dir;           // explorer_meta.json lives here ("" = no state saved)
   bool detailed_stats = false;

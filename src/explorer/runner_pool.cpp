@@ -28,40 +28,75 @@ struct Attempt {
   AttemptClient client;
 };
 
-void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64_t task_id, uint64_t seed) {
+// One run of a workflow that is not can_repeat (run id r), with its own instance and rng stream.
+std::vector<buffer::Experience> run_once(const buffer::Task& task, workflow::ModelClient* model, uint64_t seed,
+                                         int64_t r, double* seconds) {
+  Rng rng(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(r + 1));
+  workflow::RunContext ctx;
+  ctx.task = &task;
+  ctx.model = model;
+  ctx.rng = &rng;
+  ctx.repeat_times = 1;
+  ctx.run_id_base = r;
+  auto wf = workflow::make_workflow(task.workflow, task);
+  Timer t;
+  auto part = wf->run(ctx);
+  *seconds = t.seconds();
+  if (part.empty()) throw ValueError("explorer", strcat("workflow '", task.workflow, "' returned no experiences"));
+  for (auto& e : part) e.eid.run = r;
+  return part;
+}
+
+void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64_t task_id, uint64_t seed,
+                 bool concurrent) {
   std::vector<buffer::Experience> exps;
   std::vector<double> run_seconds;
   bool inside = false;
   std::string error;
   try {
     const buffer::Task& task = st->task;
-    Rng rng(seed);
-    workflow::RunContext ctx;
-    ctx.task = &task;
-    ctx.model = st->client.client.get();
-    ctx.rng = &rng;
+    workflow::ModelClient* model = st->client.client.get();
     auto wf = workflow::make_workflow(task.workflow, task);
     const int64_t repeats = std::max<int64_t>(1, task.repeat_times);
     if (wf->can_repeat()) {
+      Rng rng(seed);
+      workflow::RunContext ctx;
+      ctx.task = &task;
+      ctx.model = model;
+      ctx.rng = &rng;
       inside = true;
       ctx.repeat_times = repeats;
       ctx.run_id_base = 0;
       Timer t;
       exps = wf->run(ctx);
       run_seconds.push_back(t.seconds());
+    } else if (concurrent && repeats > 1) {
+      // explorer.concurrent_mode asynchronous / multi-threading: the repeats run side by side (each
+      // with its own workflow instance), so their model calls batch together in the engine.
+      std::vector<std::vector<buffer::Experience>> parts(static_cast<size_t>(repeats));
+      std::vector<std::string> errors(static_cast<size_t>(repeats));
+      run_seconds.assign(static_cast<size_t>(repeats), 0.0);
+      std::vector<std::thread> threads;
+      for (int64_t r = 0; r < repeats; ++r)
+        threads.emplace_back([&, r] {
+          const size_t i = static_cast<size_t>(r);
+          try {
+            parts[i] = run_once(task, model, seed, r, &run_seconds[i]);
+          } catch (const std::exception& e) {
+            errors[i] = e.what();
+          }
+        });
+      for (auto& t : threads) t.join();
+      for (const auto& e : errors)
+        if (!e.empty()) throw ValueError("explorer", e);
+      for (auto& p : parts)
+        for (auto& e : p) exps.push_back(std::move(e));
     } else {
       for (int64_t r = 0; r < repeats; ++r) {
-        if (r > 0) wf = workflow::make_workflow(task.workflow, task);
-        ctx.repeat_times = 1;
-        ctx.run_id_base = r;
-        Timer t;
-        auto part = wf->run(ctx);
-        run_seconds.push_back(t.seconds());
-        if (part.empty()) throw ValueError("explorer", strcat("workflow '", task.workflow, "' returned no experiences"));
-        for (auto& e : part) {
-          e.eid.run = r;
-          exps.push_back(std::move(e));
-        }
+        double secs = 0;
+        auto part = run_once(task, model, seed, r, &secs);
+        run_seconds.push_back(secs);
+        for (auto& e : part) exps.push_back(std::move(e));
       }
     }
     if (exps.empty()) throw ValueError("explorer", strcat("workflow '", task.workflow, "' returned no experiences"));
@@ -169,6 +204,14 @@ void RunnerPool::loop() {
   }
 }
 
+double RunnerPool::attempt_timeout() {
+  if (!opts_.dynamic_timeout) return opts_.max_timeout;
+  std::lock_guard<std::mutex> l(stats_mu_);
+  if (completed_ < std::max<int64_t>(1, opts_.dynamic_min_tasks)) return opts_.max_timeout;
+  const double avg = completed_seconds_ / static_cast<double>(completed_);
+  return std::min(opts_.max_timeout * static_cast<double>(opts_.max_retry_times + 1), avg * opts_.dynamic_ratio);
+}
+
 TaskResult RunnerPool::run_task(const TaskJob& job) {
   TaskResult res;
   Timer total;
@@ -197,11 +240,12 @@ TaskResult RunnerPool::run_task(const TaskJob& job) {
       id = next_attempt_++;
       running_cancels_[id] = st->client.cancel;
     }
-    std::thread th(run_attempt, st, job.batch_id, job.task_id, seed);
+    const double timeout = attempt_timeout();
+    std::thread th(run_attempt, st, job.batch_id, job.task_id, seed, opts_.concurrent_repeats);
     bool finished;
     {
       std::unique_lock<std::mutex> l(st->mu);
-      finished = st->cv.wait_for(l, std::chrono::duration<double>(opts_.max_timeout), [&] { return st->done; });
+      finished = st->cv.wait_for(l, std::chrono::duration<double>(timeout), [&] { return st->done; });
     }
     bool timed_out = false;
     if (!finished) {
@@ -223,7 +267,7 @@ TaskResult RunnerPool::run_task(const TaskJob& job) {
                 "') did not return ", opts_.cancel_grace, " s after its timeout was cancelled; its thread is abandoned");
     }
     if (timed_out) {
-      res.error = strcat("timeout after ", opts_.max_timeout, " s");
+      res.error = strcat("timeout after ", timeout, " s");
       continue;
     }
     std::lock_guard<std::mutex> l(st->mu);
@@ -238,6 +282,11 @@ TaskResult RunnerPool::run_task(const TaskJob& job) {
     break;
   }
   res.seconds = total.seconds();
+  if (res.ok) {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    ++completed_;
+    completed_seconds_ += res.seconds;
+  }
   if (res.ok) {
     std::map<std::string, int64_t> n;
     for (const auto& m : res.run_metrics)

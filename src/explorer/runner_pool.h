@@ -32,6 +32,12 @@ struct RunnerOptions {
   double max_timeout = 1800.0;  // seconds per attempt
   int64_t max_retry_times = 2;  // retries after the first attempt
   double cancel_grace = 5.0;    // seconds a cancelled workflow gets to return before it is abandoned
+  bool concurrent_repeats = false;  // concurrent_mode != sequential: repeats of a task run side by side
+  // explorer.dynamic_timeout: once dynamic_min_tasks tasks completed, an attempt's timeout is
+  // min(max_timeout * (max_retry_times + 1), average task time * dynamic_ratio).
+  bool dynamic_timeout = false;
+  double dynamic_ratio = 3.0;
+  int64_t dynamic_min_tasks = 1;
 };
 
 struct TaskJob {
@@ -80,6 +86,7 @@ class RunnerPool {
   };
   void loop();
   TaskResult run_task(const TaskJob& job);
+  double attempt_timeout();
 
   RunnerOptions opts_;
   ClientFactory factory_;
@@ -89,6 +96,9 @@ class RunnerPool {
   bool stop_ = false;
   std::vector<std::thread> threads_;
   std::atomic<int64_t> abandoned_{0}, busy_{0};
+  std::mutex stats_mu_;
+  int64_t completed_ = 0;
+  double completed_seconds_ = 0;
   std::mutex cancel_mu_;
   std::map<uint64_t, std::function<void()>> running_cancels_;  // cancel functions of running attempts
   uint64_t next_attempt_ = 0;

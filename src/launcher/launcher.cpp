@@ -124,6 +124,11 @@ explorer::ExplorerOptions explorer_options(const config::Config& c) {
   o.runner.runners = c.explorer.runner_per_model;
   o.runner.max_timeout = c.explorer.max_timeout;
   o.runner.max_retry_times = c.explorer.max_retry_times;
+  o.runner.concurrent_repeats = c.explorer.concurrent_mode != "sequential";
+  o.runner.dynamic_timeout = c.explorer.dynamic_timeout.enable;
+  o.runner.dynamic_ratio = c.explorer.dynamic_timeout.ratio;
+  o.runner.dynamic_min_tasks = c.buffer.batch_size;
+  o.sync_blocking = c.synchronizer.sync_style == "fixed";
   o.eval_interval = c.explorer.eval_interval;
   o.eval_on_startup = c.explorer.eval_on_startup;
   o.sync_interval = c.synchronizer.sync_interval;
@@ -225,7 +230,13 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   TrainerSide ts;
   if (with_trainer) {
     ts = make_trainer(c, planned_train_steps(c, explore_steps, std::nullopt));
-    if (!ts.source_state.empty()) storage->load_state(ts.source_state);
+    if (!ts.source_state.empty()) {
+      storage->load_state(ts.source_state);
+    } else if (c.continue_from_checkpoint && (ebc.storage_type == "sql" || ebc.storage_type == "sqlite")) {
+      // No checkpoint yet: leases this reader (same owner name) holds in the persistent buffer belong
+      // to a run killed before its first save; give them back now instead of after lease_timeout.
+      storage->load_state(storage->state());
+    }
   }
 
   // Initial rollout weights: the trainer's (resumed) weights, or in explore mode the newest synced ones.
