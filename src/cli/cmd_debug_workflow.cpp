@@ -157,7 +157,7 @@ int cmd_debug_workflow(const Argv& argv) {
   ro.max_retry_times = 0;
   explorer::RunnerPool pool(ro, [rm](const buffer::Task& t, uint64_t seed) {
     auto client = std::make_shared<explorer::EngineClient>(rm, &t, seed);
-    return explorer::AttemptClient{client, [client] { client->cancel(); }};
+    return explorer::AttemptClient{client, [client] { client->cancel(); }, {}};
   });
   explorer::TaskJob job;
   job.task = task;

@@ -47,9 +47,18 @@ Explorer::Explorer(ExplorerOptions opts, std::shared_ptr<const RolloutModel> mod
       stop_(stop),
       rng_(opts_.seed) {
   std::shared_ptr<const RolloutModel> m = model_;
-  pool_ = std::make_unique<RunnerPool>(opts_.runner, [m](const buffer::Task& task, uint64_t seed) {
+  auto aux = aux_;
+  pool_ = std::make_unique<RunnerPool>(opts_.runner, [m, aux](const buffer::Task& task, uint64_t seed) {
     auto c = std::make_shared<EngineClient>(m, &task, seed);
-    return AttemptClient{c, [c] { c->cancel(); }};
+    std::vector<std::shared_ptr<EngineClient>> ac;
+    for (size_t i = 0; i < aux->size(); ++i)
+      ac.push_back(std::make_shared<EngineClient>((*aux)[i], nullptr, seed + 7 * (i + 1)));
+    AttemptClient ret{c, [c, ac] {
+                        c->cancel();
+                        for (const auto& a : ac) a->cancel();
+                      }, {}};
+    for (const auto& a : ac) ret.auxiliary.push_back(a);
+    return ret;
   });
   if (tasks_) saved_tasks_state_ = tasks_->state();
 }

@@ -84,6 +84,8 @@ class Explorer {
   ExplorerSummary run();
   // Evaluates every eval taskset with the current weights; logs under `prefix` at `step`.
   Metrics evaluate(int64_t step, const std::string& prefix = "eval");
+  // explorer.auxiliary_models (judges, teachers): workflows see them as RunContext::auxiliary_models.
+  void set_auxiliary_models(std::vector<std::shared_ptr<const RolloutModel>> aux) { *aux_ = std::move(aux); }
   // Restores explorer_meta.json if present; returns whether it did.
   bool restore();
   int64_t step() const { return step_; }
@@ -109,6 +111,8 @@ class Explorer {
   monitor::Monitor* monitor_;
   sync::Synchronizer* sync_;
   const std::atomic<bool>* stop_;
+  std::shared_ptr<std::vector<std::shared_ptr<const RolloutModel>>> aux_ =
+      std::make_shared<std::vector<std::shared_ptr<const RolloutModel>>>();
   std::unique_ptr<RunnerPool> pool_;
   Rng rng_;
   int64_t step_ = 0;

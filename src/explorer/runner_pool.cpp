@@ -29,12 +29,14 @@ struct Attempt {
 };
 
 // One run of a workflow that is not can_repeat (run id r), with its own instance and rng stream.
-std::vector<buffer::Experience> run_once(const buffer::Task& task, workflow::ModelClient* model, uint64_t seed,
-                                         int64_t r, double* seconds) {
+std::vector<buffer::Experience> run_once(const buffer::Task& task, workflow::ModelClient* model,
+                                         const std::vector<workflow::ModelClient*>& aux, uint64_t seed, int64_t r,
+                                         double* seconds) {
   Rng rng(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(r + 1));
   workflow::RunContext ctx;
   ctx.task = &task;
   ctx.model = model;
+  ctx.auxiliary_models = aux;
   ctx.rng = &rng;
   ctx.repeat_times = 1;
   ctx.run_id_base = r;
@@ -56,6 +58,8 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
   try {
     const buffer::Task& task = st->task;
     workflow::ModelClient* model = st->client.client.get();
+    std::vector<workflow::ModelClient*> aux;
+    for (const auto& a : st->client.auxiliary) aux.push_back(a.get());
     auto wf = workflow::make_workflow(task.workflow, task);
     const int64_t repeats = std::max<int64_t>(1, task.repeat_times);
     if (wf->can_repeat()) {
@@ -63,6 +67,7 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
       workflow::RunContext ctx;
       ctx.task = &task;
       ctx.model = model;
+      ctx.auxiliary_models = aux;
       ctx.rng = &rng;
       inside = true;
       ctx.repeat_times = repeats;
@@ -81,7 +86,7 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
         threads.emplace_back([&, r] {
           const size_t i = static_cast<size_t>(r);
           try {
-            parts[i] = run_once(task, model, seed, r, &run_seconds[i]);
+            parts[i] = run_once(task, model, aux, seed, r, &run_seconds[i]);
           } catch (const std::exception& e) {
             errors[i] = e.what();
           }
@@ -94,7 +99,7 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
     } else {
       for (int64_t r = 0; r < repeats; ++r) {
         double secs = 0;
-        auto part = run_once(task, model, seed, r, &secs);
+        auto part = run_once(task, model, aux, seed, r, &secs);
         run_seconds.push_back(secs);
         for (auto& e : part) exps.push_back(std::move(e));
       }

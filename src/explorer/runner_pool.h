@@ -62,7 +62,8 @@ struct TaskResult {
 // A client for one attempt and the function that cancels it.
 struct AttemptClient {
   std::shared_ptr<workflow::ModelClient> client;
-  std::function<void()> cancel;
+  std::function<void()> cancel;  // cancels client and every auxiliary client
+  std::vector<std::shared_ptr<workflow::ModelClient>> auxiliary;  // explorer.auxiliary_models
 };
 using ClientFactory = std::function<AttemptClient(const buffer::Task& task, uint64_t seed)>;
 

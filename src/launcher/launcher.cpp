@@ -77,27 +77,49 @@ trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_s
   return o;
 }
 
-std::shared_ptr<const explorer::RolloutModel> rollout_model(const config::Config& c,
-                                                             std::shared_ptr<const model::Transformer> weights,
-                                                             int64_t version) {
+// An engine with its tokenizer files and sampling defaults for one inference model.
+std::shared_ptr<const explorer::RolloutModel> inference_model(const config::InferenceModelConfig& r,
+                                                               const std::string& model_path,
+                                                               const std::string& chat_template, int64_t max_model_len,
+                                                               std::shared_ptr<const model::Transformer> weights,
+                                                               int64_t version) {
   auto rm = std::make_shared<explorer::RolloutModel>();
-  rm->model_dir = c.model.model_path;
-  rm->chat = explorer::RolloutModel::load_chat(c.model.model_path, weights->config().vocab_size,
-                                               c.model.custom_chat_template, &rm->stop_ids);
-  const auto& r = c.explorer.rollout_model;
+  rm->model_dir = model_path;
+  rm->chat = explorer::RolloutModel::load_chat(model_path, weights->config().vocab_size, chat_template, &rm->stop_ids);
   rm->defaults.temperature = r.temperature;
   rm->defaults.top_p = r.top_p;
   rm->defaults.top_k = r.top_k;
   rm->defaults.repetition_penalty = r.repetition_penalty;
-  rm->defaults.max_tokens = r.max_response_tokens > 0 ? r.max_response_tokens : c.model.max_response_tokens;
+  rm->defaults.max_tokens = r.max_response_tokens;
   rm->defaults.min_tokens = r.min_response_tokens;
   rm->defaults.enable_thinking = r.enable_thinking;
   engine::EngineOptions eo;
   eo.kv_cache_bytes = r.kv_cache_bytes;
-  eo.max_model_len = c.model.max_model_len;
+  eo.max_model_len = max_model_len;
   auto tk = std::make_shared<const tok::Tokenizer>(rm->chat->tokenizer());
   rm->engine = std::make_shared<engine::Engine>(std::move(weights), version, tk, eo);
   return rm;
+}
+
+std::shared_ptr<const explorer::RolloutModel> rollout_model(const config::Config& c,
+                                                             std::shared_ptr<const model::Transformer> weights,
+                                                             int64_t version) {
+  config::InferenceModelConfig r = c.explorer.rollout_model;
+  if (r.max_response_tokens <= 0) r.max_response_tokens = c.model.max_response_tokens;
+  return inference_model(r, c.model.model_path, c.model.custom_chat_template, c.model.max_model_len,
+                         std::move(weights), version);
+}
+
+// explorer.auxiliary_models: fixed weights (version 0), their own tokenizer files.
+std::vector<std::shared_ptr<const explorer::RolloutModel>> auxiliary_models(const config::Config& c) {
+  std::vector<std::shared_ptr<const explorer::RolloutModel>> out;
+  for (const auto& a : c.explorer.auxiliary_models) {
+    auto w = std::make_shared<const model::Transformer>(model::Transformer::load(a.model_path));
+    const int64_t len = a.max_model_len > 0 ? a.max_model_len : 0;
+    out.push_back(inference_model(a, a.model_path, a.chat_template, len, std::move(w), 0));
+    log::info("auxiliary model '", a.name, "': ", a.model_path);
+  }
+  return out;
 }
 
 std::unique_ptr<buffer::TasksetScheduler> train_tasks(const config::Config& c) {
@@ -263,6 +285,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
     rm = rollout_model(c, w0, v0);
     ex = std::make_unique<explorer::Explorer>(explorer_options(c), rm, std::move(tasks), eval_sets(c), ealg.get(),
                                               storage.get(), &emon, sync.get(), stop);
+    ex->set_auxiliary_models(auxiliary_models(c));
     if (c.continue_from_checkpoint) ex->restore();
     sync->set_state("explorer", sync::PeerState::kRunning);
   }
@@ -358,6 +381,7 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   auto rm = rollout_model(c, base, 0);
   auto opts = explorer_options(c);
   explorer::Explorer ex(opts, rm, nullptr, eval_sets(c), nullptr, nullptr, &mon, nullptr, stop);
+  ex.set_auxiliary_models(auxiliary_models(c));
   if (c.buffer.explorer_input.eval_tasksets.empty())
     throw ConfigError("config", "bench mode needs buffer.explorer_input.eval_tasksets");
   std::vector<std::pair<int64_t, std::string>> ckpts;
@@ -418,6 +442,13 @@ void choose_threads(const config::Config& c) {
 StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop) {
   config::Config c = cfg;
   choose_threads(c);
+  if (c.explorer.max_repeat_times_per_runner)
+    log::warn("explorer.max_repeat_times_per_runner is not implemented: a task's repeats run in one runner "
+              "(explorer.concurrent_mode: multi-threading runs them side by side)");
+  if (c.explorer.runner_state_report_interval > 0)
+    log::warn("explorer.runner_state_report_interval is not implemented; failures are logged as they happen");
+  // Runners are threads of this process: explorer.env_vars apply to the whole process.
+  for (const auto& [k, v] : c.explorer.env_vars) setenv(k.c_str(), v.c_str(), 1);
   if (!c.continue_from_checkpoint && c.mode != "bench" && fs::exists(c.job_dir()) && !fs::is_empty(c.job_dir())) {
     const std::string old = c.job_dir();
     c.name += "_" + timestamp();

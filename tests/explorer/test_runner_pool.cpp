@@ -47,6 +47,8 @@ class ScriptedWorkflow : public workflow::Workflow {
       e.eid.run = ctx.run_id_base + i;
       e.reward = static_cast<double>(ctx.run_id_base + i);
       e.metrics["m"] = 2.0 * static_cast<double>(ctx.run_id_base + i);
+      e.metrics["aux"] = static_cast<double>(ctx.auxiliary_models.size());
+      if (!ctx.auxiliary_models.empty()) e.metrics["aux_cancelled"] = ctx.auxiliary_models[0]->cancelled();
       out.push_back(e);
     }
     return out;
@@ -70,7 +72,7 @@ struct Fixture : ::testing::Test {
   RunnerPool make(RunnerOptions o) {
     return RunnerPool(o, [](const buffer::Task&, uint64_t) {
       auto c = std::make_shared<testing::FakeModelClient>(testing::byte_tokenizer(), std::vector<int32_t>{256});
-      return AttemptClient{c, [c] { c->cancel = true; }};
+      return AttemptClient{c, [c] { c->cancel = true; }, {}};
     });
   }
   static TaskJob job(const std::string& wf, const std::string& raw, int64_t repeats, int64_t id = 0) {
@@ -110,6 +112,32 @@ TEST_F(Fixture, RepeatsStampEidsAndAverageMetrics) {
       EXPECT_EQ(r.attempts, 1);
     }
   }
+}
+
+TEST_F(Fixture, AuxiliaryModelsReachTheWorkflowAndAreCancelledWithTheAttempt) {
+  RunnerOptions o;
+  o.runners = 1;
+  o.max_timeout = 0.2;
+  o.max_retry_times = 0;
+  std::vector<std::shared_ptr<testing::FakeModelClient>> auxes;
+  std::mutex mu;
+  RunnerPool pool(o, [&](const buffer::Task&, uint64_t) {
+    auto c = std::make_shared<testing::FakeModelClient>(testing::byte_tokenizer(), std::vector<int32_t>{256});
+    auto a = std::make_shared<testing::FakeModelClient>(testing::byte_tokenizer(), std::vector<int32_t>{256});
+    {
+      std::lock_guard<std::mutex> l(mu);
+      auxes.push_back(a);
+    }
+    return AttemptClient{c, [c, a] { c->cancel = true, a->cancel = true; }, {a}};
+  });
+  TaskResult r = pool.submit(job("test_scripted_repeat", "{}", 2)).get();
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_DOUBLE_EQ(r.metrics.at("aux"), 1.0);
+  EXPECT_DOUBLE_EQ(r.metrics.at("aux_cancelled"), 0.0);
+  TaskResult h = pool.submit(job("test_scripted_repeat", R"({"hang": true})", 1)).get();
+  EXPECT_FALSE(h.ok);
+  std::lock_guard<std::mutex> l(mu);
+  EXPECT_TRUE(auxes.back()->cancel.load());
 }
 
 TEST_F(Fixture, RetriesUntilSuccessThenGivesUpWithReason) {
