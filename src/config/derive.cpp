@@ -191,6 +191,12 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
     c.warn("buffer.trainer_input.experience_buffer: storage_type file becomes queue in mode both (as in Trinity-RFT)");
     eb.storage_type = "queue";
   }
+  // Trinity's default experience buffer is an in-memory queue; trinity's is sqlite in the job dir, so
+  // a crash or kill loses no explored experience (a queue drops what was explored but not yet trained).
+  if (!p.experience_buffer_set && !offline) eb.storage_type = "sql";
+  if (p.experience_buffer_set && eb.storage_type == "queue" && !offline)
+    c.warn("buffer.trainer_input.experience_buffer: storage_type queue keeps experiences in memory: a crash "
+           "or kill loses those explored but not yet trained (storage_type: sql, the default, is durable)");
   if ((eb.storage_type == "sql" || eb.storage_type == "sqlite") && eb.path.empty())
     eb.path = file::join(b.cache_dir, eb.name + ".db");
   eb.path = eb.storage_type == "file" ? resolve_path(eb.path, c.dir, true) : storage_path(eb.path, c.dir);

@@ -34,7 +34,8 @@ TEST(ConfigLoad, GrpoDefaultsAndDerivedValues) {
   EXPECT_EQ(*t.rollout_args.top_k, -1);
   const auto& eb = c.buffer.trainer_input.experience_buffer;
   EXPECT_EQ(eb.name, "experience_buffer");
-  EXPECT_EQ(eb.storage_type, "queue");
+  EXPECT_EQ(eb.storage_type, "sql");  // trinity's durable default (Trinity-RFT: queue)
+  EXPECT_EQ(eb.path, c.job_dir() + "/buffer/experience_buffer.db");
   EXPECT_EQ(eb.batch_size, 768);
   EXPECT_EQ(c.synchronizer.sync_method, "memory");
   EXPECT_EQ(c.trainer.max_token_len_per_gpu, 4096);
