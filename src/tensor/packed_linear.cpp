@@ -1,0 +1,191 @@
+// Panel-packed inference linear layers (see packed_linear.h). The register tile is MR rows x 32
+// outputs (2*MR zmm accumulators, MR <= 12); for MR <= 2 the k loop is split over 2-4 independent
+// accumulator sets so the FMA latency chain does not bound a memory-bound GEMV. Without AVX-512 a
+// portable scalar loop over the same layout is used.
+#include "tensor/packed_linear.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+// GCC 12's AVX-512 headers pass _mm512_undefined_* as a merge source: -Wmaybe-uninitialized noise.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "tensor/tensor.h"
+
+namespace trinity::tensor {
+
+namespace {
+
+constexpr int64_t P = PackedLinear::kPanel;
+
+size_t elem_size(PackDType d) { return d == PackDType::kF32 ? 4 : 2; }
+
+}  // namespace
+
+PackedLinear::PackedLinear(const float* w, int64_t oc, int64_t ic, PackDType dtype)
+    : oc_(oc), ic_(ic), dtype_(dtype) {
+  TRINITY_ASSERT(oc > 0 && ic > 0, "PackedLinear: empty weight");
+  const size_t bytes = (static_cast<size_t>(panels() * P * ic) * elem_size(dtype) + 63) / 64 * 64;
+  void* mem = std::aligned_alloc(64, bytes);
+  if (!mem) throw Error("tensor", strcat("PackedLinear: cannot allocate ", bytes, " bytes"));
+  data_ = std::shared_ptr<void>(mem, std::free);
+  parallel_for(panels(), [&](int64_t p) {
+    for (int64_t k = 0; k < ic; ++k)
+      for (int64_t j = 0; j < P; ++j) {
+        const int64_t o = p * P + j;
+        const float v = o < oc ? w[o * ic + k] : 0.0f;
+        const size_t at = static_cast<size_t>((p * ic + k) * P + j);
+        if (dtype == PackDType::kF32)
+          static_cast<float*>(mem)[at] = v;
+        else
+          static_cast<uint16_t*>(mem)[at] = f32_to_bf16(v);
+      }
+  }, ic * P);
+}
+
+size_t PackedLinear::bytes() const { return static_cast<size_t>(panels() * P * ic_) * elem_size(dtype_); }
+
+const void* PackedLinear::panel(int64_t p) const {
+  return static_cast<const char*>(data_.get()) + static_cast<size_t>(p * ic_ * P) * elem_size(dtype_);
+}
+
+namespace {
+
+// Stores a finished 32-wide output row: the first `cols` of v (bias added, accumulated or not).
+inline void store_row(float* y, const float* v, int64_t cols, const float* b, bool acc) {
+  for (int64_t j = 0; j < cols; ++j) {
+    const float a = v[j] + (b ? b[j] : 0.0f);
+    y[j] = acc ? y[j] + a : a;
+  }
+}
+
+#if defined(__AVX512F__)
+
+template <bool BF>
+inline void load_w(const void* panel, int64_t k, __m512& w0, __m512& w1) {
+  if constexpr (BF) {
+    const auto* p = static_cast<const uint16_t*>(panel) + k * P;
+    const __m256i r0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i r1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 16));
+    w0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(r0), 16));
+    w1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(r1), 16));
+  } else {
+    const float* p = static_cast<const float*>(panel) + k * P;
+    w0 = _mm512_loadu_ps(p);
+    w1 = _mm512_loadu_ps(p + 16);
+  }
+}
+
+// y[MR rows, cols] (+)= x[MR rows, :IC] . panel. KU independent accumulator sets over k.
+template <int MR, bool BF>
+void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel, int64_t ic,
+          int64_t cols, const float* b, bool acc) {
+  constexpr int KU = MR == 1 ? 4 : MR == 2 ? 2 : 1;
+  __m512 c0[KU][MR], c1[KU][MR];
+  for (int u = 0; u < KU; ++u)
+    for (int i = 0; i < MR; ++i) c0[u][i] = c1[u][i] = _mm512_setzero_ps();
+  int64_t k = 0;
+  for (; k + KU <= ic; k += KU) {
+    for (int u = 0; u < KU; ++u) {
+      __m512 w0, w1;
+      load_w<BF>(panel, k + u, w0, w1);
+      for (int i = 0; i < MR; ++i) {
+        const __m512 xb = _mm512_set1_ps(x[i * ldx + k + u]);
+        c0[u][i] = _mm512_fmadd_ps(xb, w0, c0[u][i]);
+        c1[u][i] = _mm512_fmadd_ps(xb, w1, c1[u][i]);
+      }
+    }
+  }
+  for (; k < ic; ++k) {
+    __m512 w0, w1;
+    load_w<BF>(panel, k, w0, w1);
+    for (int i = 0; i < MR; ++i) {
+      const __m512 xb = _mm512_set1_ps(x[i * ldx + k]);
+      c0[0][i] = _mm512_fmadd_ps(xb, w0, c0[0][i]);
+      c1[0][i] = _mm512_fmadd_ps(xb, w1, c1[0][i]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    __m512 s0 = c0[0][i], s1 = c1[0][i];
+    for (int u = 1; u < KU; ++u) {
+      s0 = _mm512_add_ps(s0, c0[u][i]);
+      s1 = _mm512_add_ps(s1, c1[u][i]);
+    }
+    float* yr = y + i * ldy;
+    if (cols == P && !acc && !b) {
+      _mm512_storeu_ps(yr, s0);
+      _mm512_storeu_ps(yr + 16, s1);
+    } else {
+      alignas(64) float v[P];
+      _mm512_store_ps(v, s0);
+      _mm512_store_ps(v + 16, s1);
+      store_row(yr, v, cols, b, acc);
+    }
+  }
+}
+
+template <bool BF>
+void run_panel(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel, int64_t ic,
+               int64_t rows, int64_t cols, const float* b, bool acc) {
+  constexpr int64_t MR = 12;
+  int64_t r = 0;
+  for (; r + MR <= rows; r += MR) tile<MR, BF>(y + r * ldy, ldy, x + r * ldx, ldx, panel, ic, cols, b, acc);
+  float* yr = y + r * ldy;
+  const float* xr = x + r * ldx;
+  switch (rows - r) {
+#define TRINITY_TILE(n) \
+  case n: tile<n, BF>(yr, ldy, xr, ldx, panel, ic, cols, b, acc); break;
+    TRINITY_TILE(1) TRINITY_TILE(2) TRINITY_TILE(3) TRINITY_TILE(4) TRINITY_TILE(5) TRINITY_TILE(6)
+    TRINITY_TILE(7) TRINITY_TILE(8) TRINITY_TILE(9) TRINITY_TILE(10) TRINITY_TILE(11)
+#undef TRINITY_TILE
+    default: break;
+  }
+}
+
+#else  // portable fallback
+
+template <bool BF>
+void run_panel(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel, int64_t ic,
+               int64_t rows, int64_t cols, const float* b, bool acc) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float v[P] = {};
+    for (int64_t k = 0; k < ic; ++k) {
+      const float xv = x[r * ldx + k];
+      for (int64_t j = 0; j < P; ++j) {
+        float w;
+        if constexpr (BF) w = bf16_to_f32(static_cast<const uint16_t*>(panel)[k * P + j]);
+        else w = static_cast<const float*>(panel)[k * P + j];
+        v[j] += xv * w;
+      }
+    }
+    store_row(y + r * ldy, v, cols, b, acc);
+  }
+}
+
+#endif
+
+}  // namespace
+
+void packed_linear(float* y, const float* x, const PackedLinear& w, const float* b, int64_t n,
+                   bool accumulate) {
+  TRINITY_ASSERT(!w.empty(), "packed_linear: empty weight");
+  const int64_t oc = w.oc(), ic = w.ic();
+  if (n <= 0) return;
+  // One sweep over all rows per panel: the panel (IC x 32) stays in L1/L2 while the rows stream
+  // from cache, so the weights are read from memory once per call however many rows there are.
+  parallel_for(w.panels(), [&](int64_t p) {
+    const int64_t o0 = p * P, cols = std::min(P, oc - o0);
+    const float* bp = b ? b + o0 : nullptr;
+    if (w.dtype() == PackDType::kBF16)
+      run_panel<true>(y + o0, oc, x, ic, w.panel(p), ic, n, cols, bp, accumulate);
+    else
+      run_panel<false>(y + o0, oc, x, ic, w.panel(p), ic, n, cols, bp, accumulate);
+  }, n * ic * P);
+}
+
+}  // namespace trinity::tensor
