@@ -135,6 +135,13 @@ std::vector<Metrics> per_run_metrics(const std::vector<buffer::Experience>& exps
     for (const auto* e : list)
       for (const auto& [k, v] : e->metrics) m[k] += v, n[k] += 1;
     for (auto& [k, v] : m) v /= static_cast<double>(n[k]);
+    // The run's reward (mean over its experiences). Trinity-RFT logs only the reward function's
+    // components; rollout/reward/* and eval/<set>/reward/mean@k make runs comparable across rewards.
+    double rsum = 0;
+    int64_t rn = 0;
+    for (const auto* e : list)
+      if (e->reward) rsum += *e->reward, ++rn;
+    if (rn > 0 && !m.count("reward")) m["reward"] = rsum / static_cast<double>(rn);
     const double t = inside ? (secs.empty() ? 0.0 : secs[0]) : (i < secs.size() ? secs[i] : 0.0);
     m["time/run_execution"] = t;
     out.push_back(std::move(m));

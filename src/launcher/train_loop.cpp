@@ -1,6 +1,7 @@
 // Trainer-side batch sources and the train loop (see train_loop.h).
 #include "launcher/train_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -170,7 +171,21 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
     const double read_s = tr_read.seconds();
     ++step;
     Timer t;
-    std::map<std::string, double> m = tr.train_step(std::move(batch), step);
+    // Experiences without a response token (a prompt that filled the context) carry nothing to
+    // train on; a batch of only those is a step without an update, not a failed run.
+    const size_t got = batch.size();
+    batch.erase(std::remove_if(batch.begin(), batch.end(),
+                               [](const buffer::Experience& e) { return e.chosen.empty() && e.response_length() <= 0; }),
+                batch.end());
+    const size_t empty = got - batch.size();
+    std::map<std::string, double> m;
+    if (batch.empty()) {
+      log::warn("trainer: step ", step, ": all ", got, " experiences have an empty response (prompt too long for ",
+                "max_model_len?); no update this step");
+    } else {
+      m = tr.train_step(std::move(batch), step);
+    }
+    m["sample/empty_response_count"] = static_cast<double>(empty);
     m["time/read_experience"] = read_s;
     if (opt.save_interval > 0 && step % opt.save_interval == 0) save(step);
     if (sync && step % std::max<int64_t>(1, opt.sync_interval) == 0) {
