@@ -76,7 +76,7 @@ bool Explorer::restore() {
   json j;
   try {
     j = json::parse(file::read_all(path));
-    step_ = j.at("latest_iteration").get<int64_t>();
+    step_ = saved_step_ = j.at("latest_iteration").get<int64_t>();
     written_ = j.value("experiences_written", int64_t{0});
     if (tasks_ && j.contains("taskset_states")) tasks_->load_state(j.at("taskset_states").dump());
   } catch (const json::exception& e) {
@@ -90,7 +90,7 @@ bool Explorer::restore() {
 
 void Explorer::save_state() {
   if (opts_.job_dir.empty()) return;
-  json j = {{"latest_iteration", step_},
+  json j = {{"latest_iteration", saved_step_},
             {"experiences_written", written_},
             {"model_version", model_->engine->model_version()}};
   if (tasks_) j["taskset_states"] = json::parse(saved_tasks_state_);
@@ -253,18 +253,22 @@ ExplorerSummary Explorer::run() {
       job.seed = task_seed(step_, static_cast<int64_t>(i));
       p.results.push_back(pool_->submit(std::move(job)));
     }
+    p.tasks_state = tasks_->state();
     pending.push_back(std::move(p));
     const bool sync_point = !opts_.sync_with_trainer ||
                             (step_ > opts_.sync_offset && (step_ - opts_.sync_offset) % opts_.sync_interval == 0);
     if (!sync_point) continue;
+    // The state is saved after each step's experiences are written, so a stop or crash at any
+    // point resumes at the first step whose experiences are not in the buffer.
     for (auto& q : pending) {
       if (stopping()) break;
       finish_step(q);
+      saved_tasks_state_ = q.tasks_state;
+      saved_step_ = q.step;
+      save_state();
     }
     if (stopping()) break;
     pending.clear();
-    saved_tasks_state_ = tasks_->state();
-    save_state();
     if (bar) bar->update(step_);
     summary_.steps = step_;
     if (opts_.sync_with_trainer && !sync_weights(step_)) trainer_done = true;
@@ -273,15 +277,16 @@ ExplorerSummary Explorer::run() {
   if (stopping()) {
     pool_->shutdown();
     summary_.stopped = true;
-    log::warn("explorer: stopped at step ", step_, "; unfinished steps are discarded and will be explored again on resume");
+    log::warn("explorer: stopped after step ", saved_step_, "; unfinished steps are discarded and will be explored again on resume");
     return summary_;
   }
-  for (auto& q : pending) finish_step(q);
-  if (!pending.empty()) {
-    pending.clear();
-    saved_tasks_state_ = tasks_->state();
+  for (auto& q : pending) {
+    finish_step(q);
+    saved_tasks_state_ = q.tasks_state;
+    saved_step_ = q.step;
     save_state();
   }
+  pending.clear();
   summary_.steps = step_;
   if (bar) bar->finish();
   return summary_;

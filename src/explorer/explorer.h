@@ -94,6 +94,7 @@ class Explorer {
  private:
   struct Pending {
     int64_t step = 0;
+    std::string tasks_state;  // the scheduler's state right after this step's tasks were read
     std::vector<std::shared_future<TaskResult>> results;
     double t0 = 0;
   };
@@ -115,7 +116,8 @@ class Explorer {
       std::make_shared<std::vector<std::shared_ptr<const RolloutModel>>>();
   std::unique_ptr<RunnerPool> pool_;
   Rng rng_;
-  int64_t step_ = 0;
+  int64_t step_ = 0;        // last step submitted
+  int64_t saved_step_ = 0;  // last step whose experiences are written (explorer_meta.json)
   int64_t written_ = 0;
   std::map<int64_t, int64_t> written_at_;  // step -> experiences written up to and including it
   std::string saved_tasks_state_;

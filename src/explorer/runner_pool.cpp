@@ -2,6 +2,7 @@
 #include "explorer/runner_pool.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -50,7 +51,7 @@ std::vector<buffer::Experience> run_once(const buffer::Task& task, workflow::Mod
 }
 
 void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64_t task_id, uint64_t seed,
-                 bool concurrent) {
+                 uint64_t uid_seed, bool concurrent) {
   std::vector<buffer::Experience> exps;
   std::vector<double> run_seconds;
   bool inside = false;
@@ -105,10 +106,22 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
       }
     }
     if (exps.empty()) throw ValueError("explorer", strcat("workflow '", task.workflow, "' returned no experiences"));
+    // Suffixes are a function of the task's seed, run and position: a step explored again after a
+    // crash (between writing its experiences and saving the explorer state) produces the same uids,
+    // which the sqlite buffer ignores instead of storing (and training) them twice.
+    std::map<int64_t, uint64_t> in_run;
     for (auto& e : exps) {
       e.eid.batch = batch_id;
       e.eid.task = task_id;
-      if (e.eid.suffix.empty()) e.eid.suffix = buffer::random_suffix();
+      if (e.eid.suffix.empty()) {
+        uint64_t x = uid_seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(e.eid.run + 1)) ^
+                     (0xBF58476D1CE4E5B9ULL * (in_run[e.eid.run]++ + 1)) ^ (0x94D049BB133111EBULL * static_cast<uint64_t>(e.eid.step + 1));
+        x = (x ^ (x >> 31)) * 0xD6E8FEB86659FD93ULL;
+        x ^= x >> 32;
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "%06llx", static_cast<unsigned long long>(x & 0xFFFFFF));
+        e.eid.suffix = buf;
+      }
     }
   } catch (const std::exception& e) {
     error = e.what();
@@ -253,7 +266,7 @@ TaskResult RunnerPool::run_task(const TaskJob& job) {
       running_cancels_[id] = st->client.cancel;
     }
     const double timeout = attempt_timeout();
-    std::thread th(run_attempt, st, job.batch_id, job.task_id, seed, opts_.concurrent_repeats);
+    std::thread th(run_attempt, st, job.batch_id, job.task_id, seed, job.seed, opts_.concurrent_repeats);
     bool finished;
     {
       std::unique_lock<std::mutex> l(st->mu);

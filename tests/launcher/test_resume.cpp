@@ -60,14 +60,9 @@ std::vector<std::string> run_args(const std::string& cfg, const std::vector<std:
   return a;
 }
 
-// exact_steps: the rerun trains exactly t1+1 .. kSteps. KNOWN BUG (explorer.cpp Explorer::run): at a
-// sync point the explorer writes step k's experiences (finish_step), then `if (stopping()) break;`
-// skips save_state(), so explorer_meta.json says k-1 although step k was written (and in mode both
-// usually trained: the trainer takes the batch before it sees the stop). The rerun explores step k
-// again and the trainer ends one step past the plan (31 of 30). Not fixed: with a queue buffer,
-// saving k instead loses step k's experiences when the trainer stopped before reading them (the rerun
-// then waits sync_timeout); the stop needs the trainer to drain what the explorer wrote, or the
-// explorer's resume step derived from the trainer's checkpoint.
+// exact_steps: the rerun trains exactly t1+1 .. kSteps. The explorer saves its state after each
+// step's experiences are written (not only at the end of a sync point), so a stop between the write
+// and the save cannot make it explore (and the trainer train) a step twice.
 void sigint_and_resume(const std::string& name, bool exact_steps) {
   const std::string& root = shared_root();
   const std::string cfg = write_config(root, name, base_yaml(root, name));
@@ -117,12 +112,9 @@ void sigint_and_resume(const std::string& name, bool exact_steps) {
 }
 
 // kill -9 once the trainer logged `kill_after` steps, rerun, check the buffer and the trainer.
-// expect_no_redo: also require that no explore step was written twice. KNOWN BUG (explorer.cpp): the
-// explorer writes a step's experiences, then saves explorer_meta.json (after monitor logging); a kill
-// in between makes the rerun explore and write that step again under new random uid suffixes, so
-// its tasks are stored (and trained) twice. Fix proposal: derive the suffix from the task seed in
-// runner_pool.cpp so a redone step's uids collide (ON CONFLICT(uid) DO NOTHING), or save the
-// state before the write and drop that batch's rows on resume.
+// expect_no_redo: also require that no explore step was written twice. A kill between the write of
+// a step and the save of explorer_meta.json makes the rerun explore that step again; its uids are
+// derived from the task seed, so the sqlite buffer ignores the copies instead of storing them.
 void kill_and_resume(const std::string& name, size_t kill_after, bool expect_no_redo) {
   const std::string& root = shared_root();
   const std::string cfg = write_config(root, name, base_yaml(root, name));
@@ -134,8 +126,9 @@ void kill_and_resume(const std::string& name, size_t kill_after, bool expect_no_
   ASSERT_TRUE(wait_trainer_steps(p, job, kill_after, 60)) << slurp(p.log);
   kill(p.pid, SIGKILL);
   ASSERT_EQ(wait_exit(p, 30), 128 + SIGKILL);
-  if (fs::exists(job + "/latest_checkpointed_iteration.txt"))
+  if (fs::exists(job + "/latest_checkpointed_iteration.txt")) {
     ASSERT_LT(read_int(job + "/latest_checkpointed_iteration.txt"), kSteps);
+  }
 
   Proc p2 = spawn(run_args(cfg, extra), root + "/kill2.log");
   const int rc2 = wait_exit(p2, 90);
@@ -165,20 +158,19 @@ void kill_and_resume(const std::string& name, size_t kill_after, bool expect_no_
             "3 1 " + std::to_string(rows));
 }
 
-TEST(LauncherResume, SigintThenRerunResumesBothSides) { sigint_and_resume("sigint", false); }
+TEST(LauncherResume, SigintThenRerunResumesBothSides) { sigint_and_resume("sigint", true); }
 
-// Reproduces the known bug above (timing dependent); enable once fixed.
-TEST(LauncherResume, DISABLED_SigintThenRerunTrainsExactlyThePlannedSteps) { sigint_and_resume("sigint_exact", true); }
+// A second SIGINT run with a different timing (the stop lands elsewhere in the step).
+TEST(LauncherResume, SigintThenRerunTrainsExactlyThePlannedSteps) { sigint_and_resume("sigint_exact", true); }
 
-TEST(LauncherResume, KillNineWithSqliteBufferConsumesEveryExperienceOnce) { kill_and_resume("kill9", 7, false); }
+TEST(LauncherResume, KillNineWithSqliteBufferConsumesEveryExperienceOnce) { kill_and_resume("kill9", 7, true); }
 
 // Killed before the trainer's first checkpoint: its leases must not block the rerun (they were held
 // for lease_timeout = 600 s, the rerun hung).
-TEST(LauncherResume, KillNineBeforeTheFirstCheckpoint) { kill_and_resume("kill9_early", 1, false); }
+TEST(LauncherResume, KillNineBeforeTheFirstCheckpoint) { kill_and_resume("kill9_early", 1, true); }
 
-// Reproduces the known bug above (fails in most runs: the kill right after a trainer step lands in
-// the explorer's write -> save window); enable once fixed.
-TEST(LauncherResume, DISABLED_KillNineDoesNotRedoAWrittenExploreStep) { kill_and_resume("kill9_redo", 1, true); }
+// The kill right after the first trainer step often lands in the explorer's write -> save window.
+TEST(LauncherResume, KillNineDoesNotRedoAWrittenExploreStep) { kill_and_resume("kill9_redo", 1, true); }
 
 }  // namespace
 }  // namespace trinity::test
