@@ -24,9 +24,10 @@ int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "tiny";
   const int batch = argc > 2 ? std::atoi(argv[2]) : 1;
   const int prompt_len = 64, new_tokens = argc > 3 ? std::atoi(argv[3]) : 128;
+  const std::string weights = argc > 4 ? argv[4] : "f32";  // f32 (packed fp32 copy), bf16, master
   const bench::Shape* s = bench::find_shape(which.c_str());
   if (!s) {
-    std::fprintf(stderr, "usage: bench_generate tiny|small|qwen05 [batch] [new_tokens]\n");
+    std::fprintf(stderr, "usage: bench_generate tiny|small|qwen05 [batch] [new_tokens] [f32|bf16|master]\n");
     return 2;
   }
   const model::ModelConfig cfg = bench::shape_config(*s);
@@ -34,6 +35,12 @@ int main(int argc, char** argv) {
   m->init_random(1);
   engine::EngineOptions o;
   o.kv_cache_bytes = int64_t{2} << 30;
+  if (weights == "bf16") o.weight_format = engine::WeightFormat::kBF16;
+  else if (weights == "master") o.weight_format = engine::WeightFormat::kF32;
+  else if (weights != "f32") {
+    std::fprintf(stderr, "weights: expected f32, bf16 or master, got %s\n", weights.c_str());
+    return 2;
+  }
   engine::Engine e(m, 0, nullptr, o);
   Rng rng(3);
   engine::SamplingParams p;
@@ -67,9 +74,9 @@ int main(int argc, char** argv) {
                         (prompt_len + new_tokens);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  std::printf("{\"impl\": \"trinity\", \"shape\": \"%s\", \"batch\": %d, \"tokens_per_s\": %.1f, "
+  std::printf("{\"impl\": \"trinity\", \"weights\": \"%s\", \"shape\": \"%s\", \"batch\": %d, \"tokens_per_s\": %.1f, "
               "\"seconds\": %.3f, \"ttft_s\": %.3f, \"kv_mib_per_seq\": %.2f, \"peak_rss_gib\": %.2f}\n",
-              s->name, batch, static_cast<double>(tokens) / sec, sec, ttft_mean, kv_bytes / (1 << 20),
+              weights.c_str(), s->name, batch, static_cast<double>(tokens) / sec, sec, ttft_mean, kv_bytes / (1 << 20),
               static_cast<double>(ru.ru_maxrss) / (1024.0 * 1024.0));
   return 0;
 }

@@ -6,10 +6,12 @@
 #include <atomic>
 #include <deque>
 #include <random>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "model/infer_weights.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trinity::engine {
@@ -84,12 +86,14 @@ struct Engine::Impl {
   bool stop = false;
   // Pending weight swap.
   std::shared_ptr<const model::Transformer> next_model;
+  std::shared_ptr<const model::InferWeights> next_packed;
   int64_t next_version = 0;
   bool swap_pending = false;
   std::condition_variable swap_cv;
 
   // Scheduler-owned.
   std::shared_ptr<const model::Transformer> model;
+  std::shared_ptr<const model::InferWeights> packed;  // null for WeightFormat::kF32
   std::atomic<int64_t> version{0};
   std::shared_ptr<const tok::Tokenizer> tok;
   EngineOptions opts;
@@ -97,10 +101,19 @@ struct Engine::Impl {
   model::InferScratch scratch;
   std::vector<std::shared_ptr<Request>> running;
   int64_t committed = 0;
-  std::vector<float> logits, sample_scratch;
+  std::vector<float> logits;
   uint64_t seed_counter = 0;
   EngineStats st;
 };
+
+namespace {
+
+std::shared_ptr<const model::InferWeights> pack_for(const model::Transformer& m, WeightFormat f) {
+  if (f == WeightFormat::kF32 || m.head() != model::HeadKind::kLm) return nullptr;
+  return model::pack_infer_weights(m, f == WeightFormat::kBF16 ? tensor::PackDType::kBF16 : tensor::PackDType::kF32);
+}
+
+}  // namespace
 
 Engine::Engine(std::shared_ptr<const model::Transformer> model, int64_t version,
                std::shared_ptr<const tok::Tokenizer> tokenizer, EngineOptions opts)
@@ -110,6 +123,7 @@ Engine::Engine(std::shared_ptr<const model::Transformer> model, int64_t version,
   max_len_ = opts.max_model_len > 0 ? opts.max_model_len : cfg_.max_position_embeddings;
   for (int64_t id : cfg_.eos_token_ids) eos_.push_back(static_cast<int32_t>(id));
   auto& im = *impl_;
+  im.packed = pack_for(*model, opts.weight_format);
   im.model = std::move(model);
   im.version = version;
   im.tok = std::move(tokenizer);
@@ -168,7 +182,9 @@ void Engine::update_weights(std::shared_ptr<const model::Transformer> model, int
       c.vocab_size != cfg_.vocab_size || c.num_key_value_heads != cfg_.num_key_value_heads ||
       c.head_dim != cfg_.head_dim)
     throw ValueError("engine", "update_weights: the new model's architecture differs from the engine's");
+  auto packed = pack_for(*model, impl_->opts.weight_format);  // in the caller's thread
   std::unique_lock<std::mutex> l(impl_->mu);
+  impl_->next_packed = std::move(packed);
   impl_->next_model = std::move(model);
   impl_->next_version = version;
   impl_->swap_pending = true;
@@ -330,6 +346,7 @@ void Engine::loop() {
         }
         if (im.running.empty()) {
           im.model = std::move(im.next_model);
+          im.packed = std::move(im.next_packed);
           im.version = im.next_version;
           im.st.model_version = im.next_version;
           im.swap_pending = false;
@@ -421,7 +438,7 @@ void Engine::loop() {
       }
     if (tokens.empty()) continue;
     try {
-      im.model->forward_infer(tokens, segs, *im.cache, logit_rows, im.logits, im.scratch);
+      im.model->forward_infer(tokens, segs, *im.cache, logit_rows, im.logits, im.scratch, im.packed.get());
     } catch (const std::exception& e) {
       log::error("engine: step failed: ", e.what());
       for (auto& r : admitted) finish_request(r, "error", e.what());
@@ -430,49 +447,70 @@ void Engine::loop() {
       continue;
     }
     for (auto& sg : segs) sg.kv->len += sg.row_end - sg.row_begin;
+    // Sampling: set up the samples of new requests, draw every row's token in parallel (each job
+    // owns its sample's rng and a thread-local scratch), then apply the stop rules in row order.
     int64_t generated = 0;
     try {
-    for (size_t i = 0; i < targets.size(); ++i) {
-      Request& r = *targets[i].r;
-      float* row = im.logits.data() + static_cast<int64_t>(i) * v;
-      std::vector<int32_t> banned;
-      auto draw = [&](Sample& s) {
-        const int64_t n_gen = static_cast<int64_t>(s.out.token_ids.size());
-        if (n_gen < r.p.min_tokens) {
-          banned = r.p.stop_token_ids;
-          if (!r.p.ignore_eos) banned.insert(banned.end(), eos_.begin(), eos_.end());
-        } else {
-          banned.clear();
-        }
-        std::vector<int32_t> history;
-        if (r.p.repetition_penalty != 1.0) {
-          history = r.prompt;
-          history.insert(history.end(), s.out.token_ids.begin(), s.out.token_ids.end());
-        }
-        std::vector<float> copy;
-        if (targets[i].sample < 0 && r.p.n > 1) copy.assign(row, row + v);  // each sample needs the raw row
-        TokenChoice c = sample_token(copy.empty() ? row : copy.data(), v, r.p, history, banned, s.rng,
-                                     im.sample_scratch);
-        ++generated;
-        accept(r, s, c);
+      struct Job {
+        Request* r;
+        Sample* s;
+        const float* row;
+        TokenChoice c;
+        std::string err;
       };
-      if (targets[i].sample < 0) {
-        r.samples.resize(static_cast<size_t>(r.p.n));
-        for (int64_t k = 0; k < r.p.n; ++k) {
-          Sample& s = r.samples[static_cast<size_t>(k)];
-          s.index = k;
-          s.rng.reseed(r.p.seed ? *r.p.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(k)
-                                : ++im.seed_counter * 0xD1B54A32D192ED03ULL);
-          if (im.tok) s.dec = std::make_unique<tok::StreamDecoder>(*im.tok, true);
-          s.kv = model::kv_fork(*im.cache, r.prompt_kv);
-          draw(s);
+      std::vector<Job> jobs;
+      jobs.reserve(targets.size());
+      for (size_t i = 0; i < targets.size(); ++i) {
+        Request& r = *targets[i].r;
+        const float* row = im.logits.data() + static_cast<int64_t>(i) * v;
+        if (targets[i].sample < 0) {
+          r.samples.resize(static_cast<size_t>(r.p.n));
+          for (int64_t k = 0; k < r.p.n; ++k) {
+            Sample& s = r.samples[static_cast<size_t>(k)];
+            s.index = k;
+            s.rng.reseed(r.p.seed ? *r.p.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(k)
+                                  : ++im.seed_counter * 0xD1B54A32D192ED03ULL);
+            if (im.tok) s.dec = std::make_unique<tok::StreamDecoder>(*im.tok, true);
+            s.kv = model::kv_fork(*im.cache, r.prompt_kv);
+            jobs.push_back({&r, &s, row, {}, {}});
+          }
+        } else {
+          jobs.push_back({&r, &r.samples[static_cast<size_t>(targets[i].sample)], row, {}, {}});
         }
-        model::kv_free(*im.cache, r.prompt_kv);
-        r.prefilled = true;
-      } else {
-        draw(r.samples[static_cast<size_t>(targets[i].sample)]);
       }
-    }
+      parallel_for_dynamic(static_cast<int64_t>(jobs.size()), [&](int64_t j) {
+        Job& jb = jobs[static_cast<size_t>(j)];
+        const Request& r = *jb.r;
+        const Sample& s = *jb.s;
+        try {
+          thread_local std::vector<float> scratch;
+          std::vector<int32_t> banned, history;
+          const int64_t n_gen = static_cast<int64_t>(s.out.token_ids.size());
+          if (n_gen < r.p.min_tokens) {
+            banned = r.p.stop_token_ids;
+            if (!r.p.ignore_eos) banned.insert(banned.end(), eos_.begin(), eos_.end());
+          }
+          if (r.p.repetition_penalty != 1.0) {
+            history = r.prompt;
+            history.insert(history.end(), s.out.token_ids.begin(), s.out.token_ids.end());
+          }
+          // sample_token leaves the row unmodified, so the n samples of a prompt share it.
+          jb.c = sample_token(const_cast<float*>(jb.row), v, r.p, history, banned, jb.s->rng, scratch);
+        } catch (const std::exception& e) {
+          jb.err = e.what();
+        }
+      }, 8 * v);
+      for (const Job& jb : jobs)
+        if (!jb.err.empty()) throw std::runtime_error(jb.err);
+      for (Job& jb : jobs) {
+        ++generated;
+        accept(*jb.r, *jb.s, jb.c);
+      }
+      for (size_t i = 0; i < targets.size(); ++i)
+        if (targets[i].sample < 0) {
+          model::kv_free(*im.cache, targets[i].r->prompt_kv);
+          targets[i].r->prefilled = true;
+        }
     } catch (const std::exception& e) {
       // A failure while sampling or decoding must not kill the scheduler: fail this step's requests.
       log::error("engine: sampling failed: ", e.what());

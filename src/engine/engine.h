@@ -76,6 +76,14 @@ enum class SwapPolicy {
   kAbort,   // running requests end with finish_reason "abort" and the swap happens at once
 };
 
+// How the engine stores the weights its linear layers read (model/infer_weights.h).
+enum class WeightFormat {
+  kF32,        // the model's own fp32 weights (no extra memory; slowest decode kernels)
+  kF32Packed,  // an fp32 panel-packed copy (+1x weight memory): same values, logprobs match the trainer
+  kBF16,       // a bf16 panel-packed copy (+0.5x weight memory): ~2x faster memory-bound decode, but
+               // logits differ from the fp32 trainer's by ~1e-2, so logprobs do not match to 1e-4
+};
+
 struct EngineOptions {
   int64_t kv_cache_bytes = int64_t{1} << 30;
   int64_t page_size = 16;
@@ -83,6 +91,7 @@ struct EngineOptions {
   int64_t max_prefill_tokens = 4096;  // prompt tokens admitted per step
   int64_t max_running = 256;        // samples decoding at once
   SwapPolicy swap_policy = SwapPolicy::kFinish;
+  WeightFormat weight_format = WeightFormat::kF32Packed;
 };
 
 struct EngineStats {

@@ -40,9 +40,9 @@ struct TokenChoice {
   std::vector<std::pair<int32_t, float>> top;       // top alternatives by that same logprob
 };
 
-// Samples one token from logits [V] (modified in place: penalties and masks). `history` are the
-// prompt and generated ids (for the repetition penalty); `banned` ids get -inf before sampling
-// (min_tokens). `scratch` is reused memory.
+// Samples one token from logits [V] (not modified: penalties and masks go to `scratch`, reused
+// memory). `history` are the prompt and generated ids (for the repetition penalty); `banned` ids
+// get -inf before sampling (min_tokens). Thread-safe for distinct rng/scratch (rows in parallel).
 TokenChoice sample_token(float* logits, int64_t v, const SamplingParams& p,
                          const std::vector<int32_t>& history, const std::vector<int32_t>& banned,
                          Rng& rng, std::vector<float>& scratch);

@@ -17,6 +17,8 @@
 
 namespace trinity::model {
 
+struct InferWeights;
+
 // B sequences packed into N rows. targets[n] is the token whose logprob row n predicts
 // (-1: row n has no target and gets no logprob/entropy).
 struct Batch {
@@ -95,9 +97,11 @@ class Transformer {
   // Inference step (no activations kept): runs the decoder over `tokens` [R], writes their K/V into
   // `cache`, and returns the logits [M, V] (temperature 1) of the rows listed in `logit_rows`.
   // Uses the same kernels as forward(), so logprobs computed from these logits match the trainer's.
+  // With `packed` (model/infer_weights.h) the linear layers and the LM head read those copies.
   void forward_infer(const std::vector<int32_t>& tokens, const std::vector<InferSeg>& segs,
                      KvCache& cache, const std::vector<int64_t>& logit_rows,
-                     std::vector<float>& logits, InferScratch& scratch) const;
+                     std::vector<float>& logits, InferScratch& scratch,
+                     const InferWeights* packed = nullptr) const;
 
   // The LM head keeps the forward's [M, V] logits for the backward (saving one GEMM) when they fit
   // in this many bytes (default 1 GiB); larger batches recompute them in chunks.

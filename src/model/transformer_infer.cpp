@@ -9,16 +9,21 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
+#include "model/infer_weights.h"
 #include "model/transformer.h"
 #include "model/transformer_impl.h"
 #include "tensor/blas.h"
 #include "tensor/kernels.h"
+#include "tensor/packed_linear.h"
 
 namespace trinity::model {
 
 using namespace trinity::tensor;
 
 namespace {
+
+// Above this many rows an fp32 step runs its linear layers through sgemm on the master weights.
+constexpr int64_t kPackedMaxRows = 256;
 
 // For one row at position `pos` and one kv head: out[g] = softmax(q_g . k_j * scale) v_j over the
 // cached positions j <= pos, for the `group` query heads g that share the kv head. Walks the page
@@ -74,7 +79,8 @@ void attend_cached(float* out /*[group, HS] at stride ldo*/, int64_t ldo, float*
 
 void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::vector<InferSeg>& segs,
                                 KvCache& cache, const std::vector<int64_t>& logit_rows,
-                                std::vector<float>& logits, InferScratch& sc) const {
+                                std::vector<float>& logits, InferScratch& sc,
+                                const InferWeights* pw) const {
   TRINITY_ASSERT(head_ == HeadKind::kLm, "forward_infer needs the LM head");
   const auto& im = *impl_;
   const int64_t r = static_cast<int64_t>(tokens.size());
@@ -121,14 +127,32 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
   float* kr = fit(sc.krstd, r * nkv);
   int64_t tmax = max_pos + 1;
 
+  // Linear layers: packed copies when given; fp32 copies hold the model's exact values, so long
+  // prefills may take sgemm on the master weights instead (it is faster there); bf16 copies are
+  // used for every row so one step never mixes weight precisions.
+  const bool use_packed = pw && (pw->dtype == PackDType::kBF16 || r <= kPackedMaxRows);
+  auto lin = [&](float* y, const float* xin, const float* wm, const PackedLinear* wp, const float* b,
+                 int64_t rows, int64_t ic, int64_t oc, bool acc) {
+    if (use_packed) {
+      packed_linear(y, xin, *wp, b, rows, acc);
+    } else if (acc) {
+      TRINITY_ASSERT(!b, "accumulating linear takes no bias");
+      linear_accumulate(y, xin, wm, rows, ic, oc);
+    } else {
+      linear_forward(y, xin, wm, b, rows, ic, oc);
+    }
+  };
+  if (pw) TRINITY_ASSERT(static_cast<int64_t>(pw->layers.size()) == cfg_.num_hidden_layers, "packed weights do not match the model");
+
   embedding_forward(x, tokens.data(), im.wte, r, c);
   for (size_t l = 0; l < im.lp.size(); ++l) {
     const auto& w = im.lp[l];
+    const InferWeights::Layer* p = pw ? &pw->layers[l] : nullptr;
     const int64_t layer = static_cast<int64_t>(l);
     rmsnorm_forward(ln, rstd, x, w.ln1, r, c, eps);
-    linear_forward(q, ln, w.wq, w.bq, r, c, nh * hs);
-    linear_forward(k, ln, w.wk, w.bk, r, c, kvd);
-    linear_forward(v, ln, w.wv, w.bv, r, c, kvd);
+    lin(q, ln, w.wq, p ? &p->wq : nullptr, w.bq, r, c, nh * hs, false);
+    lin(k, ln, w.wk, p ? &p->wk : nullptr, w.bk, r, c, kvd, false);
+    lin(v, ln, w.wv, p ? &p->wv : nullptr, w.bv, r, c, kvd, false);
     if (cfg_.qk_norm) {
       rmsnorm_forward(q, qr, q, w.qn, r * nh, hs, eps);  // in place: each row reads before writing
       rmsnorm_forward(k, kr, k, w.kn, r * nkv, hs, eps);
@@ -157,13 +181,13 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
                       sc.positions[static_cast<size_t>(i)], scale);
     }, item_work);
     // x += att Wo^T (+ bo)
-    linear_accumulate(x, att, w.wo, r, nh * hs, c);
+    lin(x, att, w.wo, p ? &p->wo : nullptr, nullptr, r, nh * hs, c, true);
     if (w.bo) parallel_for(r, [&](int64_t i) { for (int64_t j = 0; j < c; ++j) x[i * c + j] += w.bo[j]; }, c);
     rmsnorm_forward(ln, rstd, x, w.ln2, r, c, eps);
-    linear_forward(gate, ln, w.wg, nullptr, r, c, I);
-    linear_forward(up, ln, w.wu, nullptr, r, c, I);
+    lin(gate, ln, w.wg, p ? &p->wg : nullptr, nullptr, r, c, I, false);
+    lin(up, ln, w.wu, p ? &p->wu : nullptr, nullptr, r, c, I, false);
     swiglu_forward(gate, gate, up, r * I);
-    linear_accumulate(x, gate, w.wd, r, I, c);
+    lin(x, gate, w.wd, p ? &p->wd : nullptr, nullptr, r, I, c, true);
   }
   // Final norm and logits only for the requested rows.
   const int64_t m = static_cast<int64_t>(logit_rows.size());
@@ -176,7 +200,10 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
     std::memcpy(hrows + i * c, x + row * c, sizeof(float) * c);
   }
   rmsnorm_forward(hrows, rstd, hrows, im.lnf, m, c, eps);
-  linear_forward(logits.data(), hrows, im.whead, nullptr, m, c, V);
+  if (pw && (pw->dtype == PackDType::kBF16 || m <= kPackedMaxRows))
+    packed_linear(logits.data(), hrows, pw->head, nullptr, m, false);
+  else
+    linear_forward(logits.data(), hrows, im.whead, nullptr, m, c, V);
 }
 
 }  // namespace trinity::model

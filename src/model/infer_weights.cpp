@@ -1,0 +1,48 @@
+// Packing of a Transformer's linear weights for inference (see infer_weights.h). Weights are found
+// by their HF names in param_specs order, so this needs no access to the model's internals.
+#include "model/infer_weights.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "model/checkpoint.h"
+#include "model/transformer.h"
+
+namespace trinity::model {
+
+size_t InferWeights::bytes() const {
+  size_t b = head.bytes();
+  for (const auto& l : layers)
+    b += l.wq.bytes() + l.wk.bytes() + l.wv.bytes() + l.wo.bytes() + l.wg.bytes() + l.wu.bytes() + l.wd.bytes();
+  return b;
+}
+
+std::shared_ptr<const InferWeights> pack_infer_weights(const Transformer& m, tensor::PackDType dtype) {
+  TRINITY_ASSERT(m.head() == HeadKind::kLm, "pack_infer_weights needs the LM head");
+  const auto& cfg = m.config();
+  const auto& specs = m.param_specs();
+  const auto tensors = m.param_tensors();
+  auto get = [&](const std::string& name) -> const tensor::Tensor& {
+    for (size_t k = 0; k < specs.size(); ++k)
+      if (specs[k].name == name) return tensors[k];
+    throw ValueError("model", strcat("pack_infer_weights: no parameter ", name));
+  };
+  auto pack = [&](const std::string& name) {
+    const auto& t = get(name);
+    TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
+    return tensor::PackedLinear(static_cast<const float*>(t.data()), t.shape()[0], t.shape()[1], dtype);
+  };
+  auto w = std::make_shared<InferWeights>();
+  w->dtype = dtype;
+  for (int64_t i = 0; i < cfg.num_hidden_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    w->layers.push_back({pack(p + "self_attn.q_proj.weight"), pack(p + "self_attn.k_proj.weight"),
+                         pack(p + "self_attn.v_proj.weight"), pack(p + "self_attn.o_proj.weight"),
+                         pack(p + "mlp.gate_proj.weight"), pack(p + "mlp.up_proj.weight"),
+                         pack(p + "mlp.down_proj.weight")});
+  }
+  w->head = pack(cfg.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
+  return w;
+}
+
+}  // namespace trinity::model

@@ -1,0 +1,31 @@
+// Inference copies of a Transformer's linear weights (q/k/v/o, MLP gate/up/down, LM head) in the
+// panel layout of tensor/packed_linear.h, fp32 or bf16. The generation engine builds one per weight
+// version and passes it to forward_infer; norms, biases and the embedding still come from the
+// model's fp32 parameters. fp32 panels hold the same values as the model (only the summation order
+// of the GEMMs differs); bf16 panels are rounded copies (half the bytes per decode step).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tensor/packed_linear.h"
+
+namespace trinity::model {
+
+class Transformer;
+
+struct InferWeights {
+  struct Layer {
+    tensor::PackedLinear wq, wk, wv, wo, wg, wu, wd;
+  };
+  tensor::PackDType dtype = tensor::PackDType::kF32;
+  std::vector<Layer> layers;
+  tensor::PackedLinear head;  // [V, C]
+  size_t bytes() const;
+};
+
+// Packs every linear weight of `m` (an LM-head model). Parallel; ~1-2 s for 0.5B parameters.
+std::shared_ptr<const InferWeights> pack_infer_weights(const Transformer& m, tensor::PackDType dtype);
+
+}  // namespace trinity::model
