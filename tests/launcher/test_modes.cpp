@@ -112,10 +112,12 @@ TEST(LauncherModes, TrainSftMessages) {
 
 TEST(LauncherModes, TrainDpoFromJsonl) {
   std::string rows;
-  for (int i = 0; i < 8; ++i)
-    rows += json{{"prompt", std::to_string(i) + "+2="}, {"chosen", std::to_string(i + 2)}, {"rejected", "x" + std::to_string(i)}}
-                .dump() +
-            "\n";
+  for (int i = 0; i < 8; ++i) {
+    std::string rejected = "x";  // appended, not "x" + ...: GCC 12 -Wrestrict false positive
+    rejected += std::to_string(i);
+    rows += json{{"prompt", std::to_string(i) + "+2="}, {"chosen", std::to_string(i + 2)}, {"rejected", rejected}}.dump();
+    rows += "\n";
+  }
   write_text(root() + "/data/dpo.jsonl", rows);
   const std::string name = "dpo";
   std::string y = base_yaml(root(), name) + "mode: train\n";
