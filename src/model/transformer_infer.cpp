@@ -15,6 +15,7 @@
 #include "tensor/blas.h"
 #include "tensor/kernels.h"
 #include "tensor/packed_linear.h"
+#include "tensor/vmath.h"
 
 namespace trinity::model {
 
@@ -51,12 +52,7 @@ void attend_cached(float* out /*[group, HS] at stride ldo*/, int64_t ldo, float*
     float* sg = s + g * n;
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) m = std::max(m, sg[j]);
-    float sum = 0.0f;
-    for (int64_t j = 0; j < n; ++j) {
-      sg[j] = std::exp(sg[j] - m);
-      sum += sg[j];
-    }
-    const float inv = 1.0f / sum;
+    const float inv = static_cast<float>(1.0 / exp_shifted(sg, sg, m, n));  // vectorised exp
     for (int64_t j = 0; j < n; ++j) sg[j] *= inv;
     std::fill(out + g * ldo, out + g * ldo + hs, 0.0f);
   }
