@@ -256,8 +256,8 @@ TEST(ArithmeticWorkflow, RewardNeedsExactSumAndEos) {
   ASSERT_EQ(exps.size(), 5u);
   const auto calls = m.calls();
   ASSERT_EQ(calls.size(), 1u);
-  EXPECT_EQ(calls[0].kind, "generate");
-  EXPECT_EQ(calls[0].prompt_text, "12+34=");
+  EXPECT_EQ(calls[0].kind, "chat");  // formatted like the SFT demonstrations (chat template)
+  EXPECT_EQ(calls[0].prompt_text, "<|im_start|>user\n12+34=<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(calls[0].opt.n, 5);
   const double want[] = {1, 1, 0, 0, 0};
   for (size_t i = 0; i < 5; ++i) {
@@ -275,11 +275,20 @@ TEST(ArithmeticWorkflow, RowFormsAndErrors) {
   RunContext ctx;
   ctx.model = &m;
   EXPECT_EQ(*make_workflow("arithmetic_workflow", t)->run(ctx).at(0).reward, 1.0);
-  EXPECT_EQ(m.calls()[0].prompt_text, "7+5=");
+  EXPECT_EQ(m.calls()[0].prompt_text, "<|im_start|>user\n7+5=<|im_end|>\n<|im_start|>assistant\n");
+  buffer::Task plain = t;  // workflow_args plain_text: a raw completion without the template
+  plain.workflow_args = R"({"plain_text": true})";
+  m.push({"12"});
+  EXPECT_EQ(*make_workflow("arithmetic_workflow", plain)->run(ctx).at(0).reward, 1.0);
+  EXPECT_EQ(m.calls()[1].kind, "generate");
+  EXPECT_EQ(m.calls()[1].prompt_text, "7+5=");
   buffer::Task no_truth;
   no_truth.task_desc = "20+22=";
   m.push({"42"});
   EXPECT_EQ(*make_workflow("arithmetic_workflow", no_truth)->run(ctx).at(0).reward, 1.0);
+  buffer::Task bad_args = t;
+  bad_args.workflow_args = R"({"plain": true})";
+  EXPECT_THROW(make_workflow("arithmetic_workflow", bad_args), ConfigError);
   buffer::Task bad;
   bad.raw = R"({"a": "x"})";
   EXPECT_THROW(make_workflow("arithmetic_workflow", bad), ValueError);
