@@ -267,3 +267,30 @@ TEST(Engine, StatsTrackRunningAndIdsWithoutText) {
   h.wait();
   EXPECT_EQ(e.stats().running, 0) << "a cancelled request leaves the running count";
 }
+
+// Every weight format serves the same requests; fp32 (own or packed copy) keeps the trainer's
+// logprobs within 1e-4, bf16 only within its weight precision (documented trade-off).
+TEST(Engine, WeightFormatsAndTheirLogprobPrecision) {
+  auto m = make_model(4);
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF32Packed, WeightFormat::kBF16}) {
+    EngineOptions o = small_opts();
+    o.weight_format = f;
+    Engine e(m, 1, nullptr, o);
+    SamplingParams p;
+    p.max_tokens = 12;
+    p.ignore_eos = true;
+    p.top_p = 0.9;
+    p.seed = 3;
+    auto r = e.generate({2, 7, 1, 8, 2, 8}, p);
+    const auto& c = r.completions[0];
+    ASSERT_EQ(c.token_ids.size(), 12u);
+    auto want = recompute(*m, r.prompt_ids, c.token_ids, 1.0f);
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double(c.logprobs[i]) - want[i]));
+    if (f == WeightFormat::kBF16) {
+      EXPECT_LT(worst, 0.1);
+    } else {
+      EXPECT_LT(worst, 1e-4) << "fp32 format " << static_cast<int>(f);
+    }
+  }
+}
