@@ -2,6 +2,7 @@
 #include "explorer/engine_client.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "tokenizer/model_files.h"
@@ -27,6 +28,22 @@ std::shared_ptr<const tok::ChatFormatter> RolloutModel::load_chat(const std::str
                                                 "model.custom_chat_template or use a plain-text workflow') }}"});
   }
   return std::make_shared<const tok::ChatFormatter>(std::move(t), tc);
+}
+
+void RolloutModel::set_weights(std::shared_ptr<const model::Transformer> w, int64_t version) const {
+  engine->update_weights(w, version);
+  std::lock_guard<std::mutex> l(mu_);
+  weights_ = std::move(w);
+}
+
+std::shared_ptr<const model::Transformer> RolloutModel::weights() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return weights_;
+}
+
+void RolloutModel::init_weights(std::shared_ptr<const model::Transformer> w) const {
+  std::lock_guard<std::mutex> l(mu_);
+  weights_ = std::move(w);
 }
 
 EngineClient::EngineClient(std::shared_ptr<const RolloutModel> model, const buffer::Task* task, std::optional<uint64_t> seed)
@@ -131,9 +148,38 @@ std::vector<workflow::Sample> EngineClient::chat(const std::string& messages_jso
   return generate_ids(apply_chat_template(messages_json, true, tools_json, opt.enable_thinking), opt);
 }
 
-std::vector<float> EngineClient::logprobs(const std::vector<int32_t>&, double) {
-  throw UnsupportedError("explorer",
-                         "ModelClient::logprobs (prompt logprobs from the rollout engine) is not implemented yet");
+std::vector<float> EngineClient::logprobs(const std::vector<int32_t>& tokens, double temperature) {
+  check();
+  if (!(temperature > 0)) throw ValueError("explorer", strcat("logprobs: temperature must be > 0, got ", temperature));
+  const auto w = m_.weights();
+  if (!w) throw Error("explorer", "logprobs: the rollout model has no weights");
+  const int64_t L = static_cast<int64_t>(tokens.size());
+  if (L < 2) return {};
+  const int64_t V = w->config().vocab_size;
+  for (int32_t t : tokens)
+    if (t < 0 || t >= V) throw ValueError("explorer", strcat("logprobs: token id ", t, " outside the vocabulary [0, ", V, ")"));
+  // A private cache for this one sequence: the forward runs on this thread, beside the engine.
+  const int64_t page = 16;
+  model::KvCache cache(w->config(), (L + page - 1) / page + 1, page);
+  model::SeqKv seq;
+  if (!model::kv_reserve(cache, seq, L)) throw Error("explorer", "logprobs: cannot reserve the KV cache");
+  std::vector<int64_t> rows(static_cast<size_t>(L - 1));
+  for (int64_t i = 0; i + 1 < L; ++i) rows[static_cast<size_t>(i)] = i;
+  std::vector<float> logits;
+  model::InferScratch scratch;
+  w->forward_infer(tokens, {model::InferSeg{&seq, 0, L}}, cache, rows, logits, scratch);
+  // log_softmax(z / T)[next token], in double (the quantity the trainer computes).
+  std::vector<float> out(static_cast<size_t>(L - 1));
+  for (int64_t i = 0; i + 1 < L; ++i) {
+    const float* z = logits.data() + i * V;
+    double mx = -1e300;
+    for (int64_t v = 0; v < V; ++v) mx = std::max(mx, static_cast<double>(z[v]) / temperature);
+    double sum = 0;
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(z[v]) / temperature - mx);
+    const double zt = static_cast<double>(z[tokens[static_cast<size_t>(i + 1)]]) / temperature;
+    out[static_cast<size_t>(i)] = static_cast<float>(zt - mx - std::log(sum));
+  }
+  return out;
 }
 
 const tok::Tokenizer& EngineClient::tokenizer() const { return m_.chat->tokenizer(); }

@@ -39,6 +39,15 @@ struct RolloutModel {
   static std::shared_ptr<const tok::ChatFormatter> load_chat(const std::string& dir, int64_t model_vocab,
                                                               const std::string& custom_template,
                                                               std::vector<int32_t>* stop_ids);
+  // Swaps the engine's weights (between its steps) and remembers them for prompt logprobs.
+  void set_weights(std::shared_ptr<const model::Transformer> w, int64_t version) const;
+  // The weights set last (by set_weights or at construction through init_weights).
+  std::shared_ptr<const model::Transformer> weights() const;
+  void init_weights(std::shared_ptr<const model::Transformer> w) const;
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const model::Transformer> weights_;
 };
 
 class EngineClient : public workflow::ModelClient {

@@ -171,14 +171,14 @@ bool Explorer::sync_weights(int64_t step) {
   if (!opts_.sync_blocking) {
     sync::Weights w;
     const sync::WaitStatus st = sync_->wait_for(have + 1, have, 0.0, &w);
-    if (w.model && w.version > have) model_->engine->update_weights(w.model, w.version);
+    if (w.model && w.version > have) model_->set_weights(w.model, w.version);
     return st != sync::WaitStatus::kTrainerDone;
   }
   if (want <= have) return true;
   Timer t;
   sync::Weights w;
   const sync::WaitStatus st = sync_->wait_for(want, have, opts_.sync_timeout, &w);
-  if (w.model && w.version > have) model_->engine->update_weights(w.model, w.version);
+  if (w.model && w.version > have) model_->set_weights(w.model, w.version);
   if (monitor_) monitor_->log({{"time/wait_sync", t.seconds()}}, step);
   if (st == sync::WaitStatus::kOk) return true;
   if (st == sync::WaitStatus::kTrainerDone) {

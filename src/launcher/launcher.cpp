@@ -97,6 +97,7 @@ std::shared_ptr<const explorer::RolloutModel> inference_model(const config::Infe
   eo.kv_cache_bytes = r.kv_cache_bytes;
   eo.max_model_len = max_model_len;
   auto tk = std::make_shared<const tok::Tokenizer>(rm->chat->tokenizer());
+  rm->init_weights(weights);
   rm->engine = std::make_shared<engine::Engine>(std::move(weights), version, tk, eo);
   return rm;
 }
@@ -335,7 +336,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   s.evals = es.evals;
   // Final evaluation of the trained weights (trinity extension; Trinity evaluates only every eval_interval).
   if (with_explorer && with_trainer && !s.stopped && !c.buffer.explorer_input.eval_tasksets.empty() && tres.steps > 0) {
-    if (rm->engine->model_version() != tres.steps) rm->engine->update_weights(ts.tr->snapshot(), tres.steps);
+    if (rm->engine->model_version() != tres.steps) rm->set_weights(ts.tr->snapshot(), tres.steps);
     const bool already = !es.evals.empty() && es.evals.back().first == tres.steps;
     if (!already) s.evals.push_back({tres.steps, ex->evaluate(std::max(es.steps, tres.steps))});
   }
@@ -400,7 +401,7 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   }
   for (const auto& [step, dir] : ckpts) {
     if (stop && stop->load()) break;
-    rm->engine->update_weights(std::make_shared<const model::Transformer>(model::Transformer::load(dir)), step);
+    rm->set_weights(std::make_shared<const model::Transformer>(model::Transformer::load(dir)), step);
     s.evals.push_back({step, ex.evaluate(step, "bench")});
     print_eval(strcat("bench step ", step), s.evals.back().second);
   }
