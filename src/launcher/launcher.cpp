@@ -164,11 +164,10 @@ explorer::ExplorerOptions explorer_options(const config::Config& c) {
   return o;
 }
 
-// SFT / DPO experiences from the experience_buffer files.
-std::vector<buffer::Experience> dataset_experiences(const config::Config& c, const tok::ChatFormatter& chat,
-                                                    const std::vector<int32_t>& eos) {
-  const auto& eb = c.buffer.trainer_input.experience_buffer;
-  const bool dpo = c.schema_type == "dpo";
+// SFT / DPO experiences from a file buffer (the experience_buffer of sft/dpo, or the expert data set of
+// the mix sample strategy).
+std::vector<buffer::Experience> dataset_experiences(const config::Config& c, const buffer::StorageConfig& eb, bool dpo,
+                                                    const tok::ChatFormatter& chat, const std::vector<int32_t>& eos) {
   buffer::LoadReport lr;
   auto rows = buffer::Taskset::load_rows(eb.path, eb.split, eb.subset_name, eb.format,
                                          dpo ? buffer::DatasetKind::kDpo : buffer::DatasetKind::kSft, false, lr);
@@ -179,10 +178,46 @@ std::vector<buffer::Experience> dataset_experiences(const config::Config& c, con
   trainer::SftDataReport rep;
   auto exps = dpo ? trainer::dpo_experiences(rows, so, chat.tokenizer(), &chat, rep)
                   : trainer::sft_experiences(rows, so, chat.tokenizer(), &chat, rep);
-  log::info(c.schema_type, " data: ", rep.kept, " of ", rep.rows, " rows from ", eb.path, " (", rep.truncated,
-            " truncated, ", rep.skipped + lr.rows_skipped, " skipped)");
+  log::info(dpo ? "dpo" : "sft", " data '", eb.name, "': ", rep.kept, " of ", rep.rows, " rows from ", eb.path, " (",
+            rep.truncated, " truncated, ", rep.skipped + lr.rows_skipped, " skipped)");
   for (size_t i = 0; i < rep.problems.size() && i < 5; ++i) log::warn("  ", rep.problems[i]);
   return exps;
+}
+
+// The model's end-of-sequence ids: config.json's, then the tokenizer files' stop ids.
+std::vector<int32_t> model_eos(const model::ModelConfig& mc, const std::vector<int32_t>& stop_ids) {
+  std::vector<int32_t> eos;
+  for (int64_t id : mc.eos_token_ids) eos.push_back(static_cast<int32_t>(id));
+  for (int32_t id : stop_ids) eos.push_back(id);
+  return eos;
+}
+
+// The trainer's RL batch source: the experience buffer, plus (sample_strategy mix, e.g. CHORD) the
+// expert rows of auxiliary_buffers[sft_dataset_name] marked is_expert.
+std::unique_ptr<BatchSource> rl_source(const config::Config& c, buffer::ExperienceStorage* storage,
+                                       sync::Synchronizer* sync, const std::atomic<bool>* stop,
+                                       trainer::PolicyTrainer& tr) {
+  const auto& ss = tr.algorithm().sample_strategy();
+  const int64_t tbs = c.buffer.train_batch_size;
+  const int64_t ebs = ss.expert_batch_size(tbs);
+  if (ebs >= tbs)
+    throw ConfigError("config", strcat("algorithm.sample_strategy_args.expert_data_ratio leaves no room for rollout "
+                                       "experiences in train_batch_size ", tbs));
+  auto usual = storage_source(storage, tbs - ebs, c.buffer.trainer_input.experience_buffer.max_read_timeout, sync,
+                              ss.max_staleness, stop);
+  if (ebs == 0) return usual;
+  const auto& aux = c.buffer.trainer_input.auxiliary_buffers;
+  auto it = aux.find(ss.sft_dataset_name);
+  if (it == aux.end())
+    throw ConfigError("config", strcat("sample_strategy mix reads expert data from buffer.trainer_input.auxiliary_buffers.",
+                                       ss.sft_dataset_name, ", which is not configured"));
+  std::vector<int32_t> stop_ids;
+  const model::ModelConfig mc = model::load_config(c.model.model_path);
+  auto chat = explorer::RolloutModel::load_chat(c.model.model_path, mc.vocab_size, c.model.custom_chat_template, &stop_ids);
+  auto data = dataset_experiences(c, it->second, false, *chat, model_eos(mc, stop_ids));
+  for (auto& e : data) e.info = R"({"is_expert": true})";
+  log::info("sample_strategy mix: ", tbs - ebs, " rollout + ", ebs, " expert experiences per train step");
+  return mix_source(std::move(usual), dataset_source(std::move(data), ebs, int64_t{1} << 40));
 }
 
 void print_eval(const std::string& label, const std::map<std::string, double>& m) {
@@ -225,11 +260,6 @@ TrainLoopOptions loop_options(const config::Config& c, int64_t total) {
   return lo;
 }
 
-std::optional<int64_t> max_staleness(const config::Config& c, trainer::PolicyTrainer& tr) {
-  const auto& ss = tr.algorithm().sample_strategy();
-  (void)c;
-  return ss.max_staleness;
-}
 
 StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bool with_explorer, bool with_trainer) {
   StageSummary s;
@@ -254,7 +284,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   if (with_trainer) {
     ts = make_trainer(c, planned_train_steps(c, explore_steps, std::nullopt));
     if (!ts.source_state.empty()) {
-      storage->load_state(ts.source_state);
+      // restored by the trainer's batch source (rl_source) below
     } else if (c.continue_from_checkpoint && (ebc.storage_type == "sql" || ebc.storage_type == "sqlite")) {
       // No checkpoint yet: leases this reader (same owner name) holds in the persistent buffer belong
       // to a run killed before its first save; give them back now instead of after lease_timeout.
@@ -299,9 +329,8 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
     set_num_threads(num_threads());  // OpenMP's count is per thread
     try {
       sync->set_state("trainer", sync::PeerState::kRunning);
-      auto src = storage_source(storage.get(), c.buffer.train_batch_size,
-                                c.buffer.trainer_input.experience_buffer.max_read_timeout, sync.get(),
-                                max_staleness(c, *ts.tr), stop);
+      auto src = rl_source(c, storage.get(), sync.get(), stop, *ts.tr);
+      if (!ts.source_state.empty()) src->load_state(ts.source_state);
       tres = train_loop(*ts.tr, *src, loop_options(c, 0), ts.start_step, &tmon, sync.get(), stop);
       sync->set_state("trainer", sync::PeerState::kFinished);
     } catch (const std::exception& e) {
@@ -355,10 +384,8 @@ StageSummary run_train_dataset(const config::Config& c, const std::atomic<bool>*
   std::vector<int32_t> stop_ids;
   auto chat = explorer::RolloutModel::load_chat(c.model.model_path, w.config().vocab_size, c.model.custom_chat_template,
                                                 &stop_ids);
-  std::vector<int32_t> eos;
-  for (int64_t id : w.config().eos_token_ids) eos.push_back(static_cast<int32_t>(id));
-  for (int32_t id : stop_ids) eos.push_back(id);
-  auto data = dataset_experiences(c, *chat, eos);
+  auto data = dataset_experiences(c, c.buffer.trainer_input.experience_buffer, c.schema_type == "dpo", *chat,
+                                  model_eos(w.config(), stop_ids));
   auto src = dataset_source(std::move(data), c.buffer.train_batch_size, c.buffer.total_epochs);
   TrainerSide ts = make_trainer(c, planned_train_steps(c, 0, src->total_steps()));
   if (!ts.source_state.empty()) src->load_state(ts.source_state);

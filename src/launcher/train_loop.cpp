@@ -120,7 +120,47 @@ class DatasetSource : public BatchSource {
   int64_t bs_, epochs_, pos_ = 0;
 };
 
+class MixSource : public BatchSource {
+ public:
+  MixSource(std::unique_ptr<BatchSource> usual, std::unique_ptr<BatchSource> expert)
+      : usual_(std::move(usual)), expert_(std::move(expert)) {}
+  bool next(std::vector<buffer::Experience>& out, int64_t step) override {
+    if (!usual_->next(out, step)) return false;
+    std::vector<buffer::Experience> ex;
+    if (!expert_->next(ex, step)) return false;
+    for (auto& e : ex) out.push_back(std::move(e));
+    return true;
+  }
+  std::string state() override {
+    return json{{"usual", json::parse(usual_->state())}, {"expert", json::parse(expert_->state())}}.dump();
+  }
+  void load_state(const std::string& st) override {
+    json j;
+    try {
+      j = json::parse(st);
+    } catch (const json::exception&) {
+      throw IoError("trainer", strcat("bad mix source state in the checkpoint: ", st));
+    }
+    if (!j.is_object() || !j.contains("usual") || !j.contains("expert"))
+      throw IoError("trainer", strcat("the checkpoint's data state is not a mix state (was sample_strategy changed?): ",
+                                      st.substr(0, 200)));
+    usual_->load_state(j["usual"].dump());
+    expert_->load_state(j["expert"].dump());
+  }
+  void committed() override {
+    usual_->committed();
+    expert_->committed();
+  }
+
+ private:
+  std::unique_ptr<BatchSource> usual_, expert_;
+};
+
 }  // namespace
+
+std::unique_ptr<BatchSource> mix_source(std::unique_ptr<BatchSource> usual, std::unique_ptr<BatchSource> expert) {
+  return std::make_unique<MixSource>(std::move(usual), std::move(expert));
+}
 
 std::unique_ptr<BatchSource> storage_source(buffer::ExperienceStorage* storage, int64_t batch_size,
                                             double max_read_timeout, sync::Synchronizer* sync,

@@ -41,6 +41,9 @@ std::unique_ptr<BatchSource> storage_source(buffer::ExperienceStorage* storage, 
 std::unique_ptr<BatchSource> dataset_source(std::vector<buffer::Experience> data, int64_t batch_size,
                                             int64_t total_epochs);
 
+// Batches of usual rows then expert rows (sample_strategy mix); state {"usual": ..., "expert": ...}.
+std::unique_ptr<BatchSource> mix_source(std::unique_ptr<BatchSource> usual, std::unique_ptr<BatchSource> expert);
+
 struct TrainLoopOptions {
   std::string job_dir;
   std::string tokenizer_dir;

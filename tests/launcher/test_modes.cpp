@@ -75,6 +75,27 @@ TEST(LauncherModes, BothPpoTrainsTheCritic) {
   for (double v : metric_values(m, "trainer", "critic/vf_loss")) EXPECT_TRUE(std::isfinite(v));
 }
 
+// CHORD (mix_chord): sample_strategy mix adds expert rows from auxiliary_buffers.sft_dataset to each
+// train batch (2 tasks x 2 repeats = 4 rollout rows per explore step; ratio 0.5 of train_batch_size 8 ->
+// 4 expert rows), so the expert SFT loss and the usual policy loss are both logged every step.
+TEST(LauncherModes, BothMixChordTrainsOnExpertRows) {
+  const std::string name = "both_chord";
+  const std::string cfg = write_config(root(), name, base_yaml(root(), name));
+  const RunOut r = trinity({"run", "--config", cfg, "--set", "algorithm.algorithm_type=mix_chord", "--set",
+                            "algorithm.sample_strategy_args={expert_data_ratio: 0.5}", "--set", "buffer.train_batch_size=8",
+                            "--set",
+                            "buffer.trainer_input.auxiliary_buffers={sft_dataset: {storage_type: file, path: " + root() +
+                                "/data/sft.jsonl, format: {prompt_type: plaintext, prompt_key: prompt, response_key: "
+                                "response}}}"},
+                           root() + "/" + name + ".log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto m = read_metrics(job_dir(root(), name));
+  EXPECT_EQ(metric_steps(m, "trainer", "actor/pg_loss"), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(metric_steps(m, "trainer", "actor/expert/sft_phi_loss").size(), 4u) << r.out;
+  EXPECT_TRUE(has_metric(m, "trainer", "actor/usual/pg_loss"));
+  EXPECT_NE(r.out.find("4 rollout + 4 expert experiences per train step"), std::string::npos) << r.out;
+}
+
 // SFT from a file: `rows` rows, train_batch_size 4, 1 epoch -> rows / 4 steps, each with actor/sft_loss.
 void run_sft(const std::string& name, const std::string& data, const std::string& format, int64_t expect_steps) {
   std::string y = base_yaml(root(), name);
