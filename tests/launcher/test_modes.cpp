@@ -75,6 +75,24 @@ TEST(LauncherModes, BothPpoTrainsTheCritic) {
   for (double v : metric_values(m, "trainer", "critic/vf_loss")) EXPECT_TRUE(std::isfinite(v));
 }
 
+// synchronizer.sync_interval 2 / sync_offset 1 (trinity-rft.md §6.3): the explorer runs one step ahead;
+// sync points are explore steps 3 and 5, where it waits for the weights the data of steps 2 and 4 make
+// (versions 2 and 4). Steps 1-3 are explored with v0, 4-5 with v2, 6 with v4; the trainer publishes
+// at its steps 2, 4 and 6.
+TEST(LauncherModes, BothSyncIntervalAndOffsetPipeline) {
+  const std::string name = "both_offset";
+  const std::string cfg = write_config(root(), name, base_yaml(root(), name));
+  const RunOut r = trinity({"run", "--config", cfg, "--set", "buffer.total_steps=6", "--set",
+                            "synchronizer.sync_interval=2", "--set", "synchronizer.sync_offset=1", "--set",
+                            "explorer.eval_on_startup=false", "--set", "explorer.eval_interval=100"},
+                           root() + "/" + name + ".log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto m = read_metrics(job_dir(root(), name));
+  EXPECT_EQ(metric_steps(m, "explorer", "rollout/model_version"), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(metric_values(m, "explorer", "rollout/model_version"), (std::vector<double>{0, 0, 0, 2, 2, 4})) << r.out;
+  EXPECT_EQ(metric_steps(m, "trainer", "actor/pg_loss"), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+}
+
 // CHORD (mix_chord): sample_strategy mix adds expert rows from auxiliary_buffers.sft_dataset to each
 // train batch (2 tasks x 2 repeats = 4 rollout rows per explore step; ratio 0.5 of train_batch_size 8 ->
 // 4 expert rows), so the expert SFT loss and the usual policy loss are both logged every step.
