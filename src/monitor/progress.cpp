@@ -144,7 +144,12 @@ std::string summary_line(const std::string& role, int64_t step, const std::map<s
     if (it == metrics.end()) continue;
     s.append(" | ").append(label).append(" ").append(fmt("%.4g", it->second));
   }
-  if (seconds >= 0) s.append(" | ").append(fmt("%.1f", seconds)).append(" s");
+  if (seconds >= 0) {
+    if (seconds < 1.0)
+      s.append(" | ").append(fmt("%.0f", seconds * 1000.0)).append(" ms");
+    else
+      s.append(" | ").append(fmt("%.1f", seconds)).append(" s");
+  }
   return s;
 }
 

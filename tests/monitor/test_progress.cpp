@@ -76,4 +76,5 @@ TEST(Progress, SummaryLine) {
             "[trainer] step 3 | pg_loss -0.012 | reward 0.41 | grad_norm 0.9 | 1.3 s");
   EXPECT_EQ(summary_line("explorer", 1, m, {"critic/score/mean", "missing/key"}),
             "[explorer] step 1 | score 0.41");
+  EXPECT_EQ(summary_line("trainer", 4, m, {"actor/grad_norm"}, 0.0243), "[trainer] step 4 | grad_norm 0.9 | 24 ms");
 }
