@@ -81,6 +81,8 @@ inline void load_w(const void* panel, int64_t k, __m512& w0, __m512& w1) {
   }
 }
 
+constexpr int64_t kPrefetchK = 32;  // k steps ahead (4 KiB of fp32 panel)
+
 // y[MR rows, cols] (+)= x[MR rows, :IC] . panel. KU independent accumulator sets over k.
 template <int MR, bool BF>
 void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel, int64_t ic,
@@ -93,6 +95,12 @@ void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel,
   for (; k + KU <= ic; k += KU) {
     for (int u = 0; u < KU; ++u) {
       __m512 w0, w1;
+      // The first tile over a panel streams it from memory: prefetch ahead of the hardware.
+      // (address arithmetic in integers: the prefetch may point past the panel; it never faults)
+      const auto* pf = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(panel) +
+                                                     static_cast<uintptr_t>((k + u + kPrefetchK) * P * (BF ? 2 : 4)));
+      _mm_prefetch(pf, _MM_HINT_T0);
+      if constexpr (!BF) _mm_prefetch(pf + 64, _MM_HINT_T0);
       load_w<BF>(panel, k + u, w0, w1);
       for (int i = 0; i < MR; ++i) {
         const __m512 xb = _mm512_set1_ps(x[i * ldx + k + u]);
@@ -132,18 +140,23 @@ void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel,
 template <bool BF>
 void run_panel(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel, int64_t ic,
                int64_t rows, int64_t cols, const float* b, bool acc) {
+  // Balanced tiles of at most 12 rows (16 rows -> 8 + 8, not 12 + 4: a 4-row tile has too few
+  // accumulators to hide the FMA latency).
   constexpr int64_t MR = 12;
-  int64_t r = 0;
-  for (; r + MR <= rows; r += MR) tile<MR, BF>(y + r * ldy, ldy, x + r * ldx, ldx, panel, ic, cols, b, acc);
-  float* yr = y + r * ldy;
-  const float* xr = x + r * ldx;
-  switch (rows - r) {
+  const int64_t tiles = (rows + MR - 1) / MR;
+  for (int64_t t = 0, r = 0; t < tiles; ++t) {
+    const int64_t m = rows / tiles + (t < rows % tiles ? 1 : 0);
+    float* yr = y + r * ldy;
+    const float* xr = x + r * ldx;
+    switch (m) {
 #define TRINITY_TILE(n) \
   case n: tile<n, BF>(yr, ldy, xr, ldx, panel, ic, cols, b, acc); break;
-    TRINITY_TILE(1) TRINITY_TILE(2) TRINITY_TILE(3) TRINITY_TILE(4) TRINITY_TILE(5) TRINITY_TILE(6)
-    TRINITY_TILE(7) TRINITY_TILE(8) TRINITY_TILE(9) TRINITY_TILE(10) TRINITY_TILE(11)
+      TRINITY_TILE(1) TRINITY_TILE(2) TRINITY_TILE(3) TRINITY_TILE(4) TRINITY_TILE(5) TRINITY_TILE(6)
+      TRINITY_TILE(7) TRINITY_TILE(8) TRINITY_TILE(9) TRINITY_TILE(10) TRINITY_TILE(11) TRINITY_TILE(12)
 #undef TRINITY_TILE
-    default: break;
+      default: break;
+    }
+    r += m;
   }
 }
 
