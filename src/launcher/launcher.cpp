@@ -357,6 +357,9 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   if (trainer_thread.joinable()) trainer_thread.join();
   if (with_trainer && !with_explorer) train();
   if (trainer_exc) std::rethrow_exception(trainer_exc);
+  if (with_explorer && !with_trainer && !es.trainer_error.empty())
+    throw Error("explorer", strcat("the trainer process ended abnormally (", es.trainer_error, ") after ", es.steps,
+                                   " explore steps; start the trainer again, then this explorer, to resume"));
 
   s.explore_steps = es.steps;
   s.train_steps = tres.steps;

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <set>
+#include <thread>
+#include <csignal>
+#include <chrono>
 
 #include "launcher/e2e_util.h"
 #include "model/transformer.h"
@@ -197,6 +200,40 @@ TEST(LauncherModes, ExploreAndTrainProcessesShareSqliteBuffer) {
   EXPECT_GE(versions.back(), 2.0) << "the explorer never picked up the trainer's checkpoints";
   EXPECT_TRUE(std::is_sorted(versions.begin(), versions.end()));
   EXPECT_TRUE(fs::exists(job + "/global_step_4/huggingface/config.json"));
+}
+
+// The trainer process is killed (SIGKILL) mid-run: the explorer sees its status file's pid gone at the
+// next sync point and exits non-zero with a clear error instead of waiting sync_timeout.
+TEST(LauncherModes, ExplorerEndsWithAClearErrorWhenItsTrainerProcessDies) {
+  const std::string name = "two_proc_kill";
+  std::string y = base_yaml(root(), name);
+  y += "synchronizer: {sync_timeout: 120}\n";
+  const std::string cfg = write_config(root(), name, y);
+  const std::vector<std::string> common = {"--set", "buffer.trainer_input.experience_buffer.storage_type=sql",
+                                           "--set", "buffer.total_steps=400", "--set", "explorer.eval_on_startup=false",
+                                           "--set", "explorer.eval_interval=1000"};
+  std::vector<std::string> ea = {trinity_bin(), "run", "--config", cfg, "--set", "mode=explore"};
+  std::vector<std::string> ta = {trinity_bin(), "run", "--config", cfg, "--set", "mode=train"};
+  ea.insert(ea.end(), common.begin(), common.end());
+  ta.insert(ta.end(), common.begin(), common.end());
+  Proc tp = spawn(ta, root() + "/" + name + "_trainer.log");
+  Proc ep = spawn(ea, root() + "/" + name + "_explorer.log");
+  const std::string job = job_dir(root(), name);
+  bool trained = false;
+  for (int i = 0; i < 600 && !trained; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (fs::exists(job + "/monitor/metrics.jsonl")) trained = has_metric(read_metrics(job), "trainer", "actor/pg_loss");
+  }
+  ASSERT_TRUE(trained) << slurp(tp.log);
+  kill(tp.pid, SIGKILL);
+  wait_exit(tp, 30);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int erc = wait_exit(ep, 60);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  const std::string out = slurp(ep.log);
+  EXPECT_EQ(erc, 1) << out;
+  EXPECT_NE(out.find("trainer process (pid"), std::string::npos) << out;
+  EXPECT_NE(out.find("is gone"), std::string::npos) << out;
 }
 
 TEST(LauncherModes, BenchEvaluatesBaseAndEveryCheckpoint) {
