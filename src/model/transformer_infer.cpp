@@ -1,11 +1,10 @@
 // Inference forward with a paged KV cache (see Transformer::forward_infer). Same per-layer math as
 // the training forward and the same kernels for norms, projections, RoPE and the MLP; attention
-// reads keys/values through each sequence's page table. Work for attention is split over
-// (sequence, kv head), so each item writes disjoint output rows.
+// reads keys/values through each sequence's page table (tensor/paged_attention.h). Work for
+// attention is split over (sequence, kv head), so each item writes disjoint output rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -15,7 +14,7 @@
 #include "tensor/blas.h"
 #include "tensor/kernels.h"
 #include "tensor/packed_linear.h"
-#include "tensor/vmath.h"
+#include "tensor/paged_attention.h"
 
 namespace trinity::model {
 
@@ -25,51 +24,6 @@ namespace {
 
 // Above this many rows an fp32 step runs its linear layers through sgemm on the master weights.
 constexpr int64_t kPackedMaxRows = 256;
-
-// For one row at position `pos` and one kv head: out[g] = softmax(q_g . k_j * scale) v_j over the
-// cached positions j <= pos, for the `group` query heads g that share the kv head. Walks the page
-// table page by page so each key and value row is loaded once for all heads of the group.
-void attend_cached(float* out /*[group, HS] at stride ldo*/, int64_t ldo, float* s /*[group, pos+1]*/,
-                   const float* q /*[group, HS] at stride ldq*/, int64_t ldq, int64_t group,
-                   const KvCache& cache, const SeqKv& kv, int64_t layer, int64_t kvh, int64_t hs,
-                   int64_t pos, float scale) {
-  const int64_t ps = cache.page_size(), n = pos + 1;
-  for (int64_t j0 = 0; j0 < n; j0 += ps) {
-    const int32_t page = kv.pages[static_cast<size_t>(j0 / ps)];
-    const int64_t cnt = std::min(ps, n - j0);
-    for (int64_t jj = 0; jj < cnt; ++jj) {
-      const float* kj = cache.k(layer, page, jj) + kvh * hs;
-      for (int64_t g = 0; g < group; ++g) {
-        const float* qg = q + g * ldq;
-        float acc = 0.0f;
-#pragma omp simd reduction(+ : acc)
-        for (int64_t d = 0; d < hs; ++d) acc += qg[d] * kj[d];
-        s[g * n + j0 + jj] = acc * scale;
-      }
-    }
-  }
-  for (int64_t g = 0; g < group; ++g) {
-    float* sg = s + g * n;
-    float m = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < n; ++j) m = std::max(m, sg[j]);
-    const float inv = static_cast<float>(1.0 / exp_shifted(sg, sg, m, n));  // vectorised exp
-    for (int64_t j = 0; j < n; ++j) sg[j] *= inv;
-    std::fill(out + g * ldo, out + g * ldo + hs, 0.0f);
-  }
-  for (int64_t j0 = 0; j0 < n; j0 += ps) {
-    const int32_t page = kv.pages[static_cast<size_t>(j0 / ps)];
-    const int64_t cnt = std::min(ps, n - j0);
-    for (int64_t jj = 0; jj < cnt; ++jj) {
-      const float* vj = cache.v(layer, page, jj) + kvh * hs;
-      for (int64_t g = 0; g < group; ++g) {
-        const float p = s[g * n + j0 + jj];
-        float* og = out + g * ldo;
-#pragma omp simd
-        for (int64_t d = 0; d < hs; ++d) og[d] += p * vj[d];
-      }
-    }
-  }
-}
 
 }  // namespace
 
@@ -166,15 +120,27 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
     const int64_t items = static_cast<int64_t>(segs.size()) * nkv;
     const int64_t item_work = std::max<int64_t>(1, r / std::max<int64_t>(1, static_cast<int64_t>(segs.size()))) *
                               tmax * hs * group * 2;
+    const int64_t ps = cache.page_size();
     parallel_for_dynamic(items, [&](int64_t it) {
       thread_local std::vector<float> s;
+      thread_local std::vector<const float*> kp, vp;
       if (static_cast<int64_t>(s.size()) < tmax * group) s.resize(static_cast<size_t>(tmax * group));
       const auto& sg = segs[static_cast<size_t>(it / nkv)];
       const int64_t kvh = it % nkv;
+      // Page pointers of this kv head for every page the segment's last row sees.
+      const int64_t np = (sc.positions[static_cast<size_t>(sg.row_end - 1)] + ps) / ps;
+      kp.resize(static_cast<size_t>(np));
+      vp.resize(static_cast<size_t>(np));
+      for (int64_t pg = 0; pg < np; ++pg) {
+        const int32_t page = sg.kv->pages[static_cast<size_t>(pg)];
+        kp[static_cast<size_t>(pg)] = cache.k(layer, page, 0) + kvh * hs;
+        vp[static_cast<size_t>(pg)] = cache.v(layer, page, 0) + kvh * hs;
+      }
+      // Row i sees positions 0..pos (its own key was stored above).
       for (int64_t i = sg.row_begin; i < sg.row_end; ++i)
-        attend_cached(att + i * nh * hs + kvh * group * hs, hs, s.data(),
-                      q + i * nh * hs + kvh * group * hs, hs, group, cache, *sg.kv, layer, kvh, hs,
-                      sc.positions[static_cast<size_t>(i)], scale);
+        paged_attention(att + i * nh * hs + kvh * group * hs, hs, q + i * nh * hs + kvh * group * hs, hs,
+                        group, hs, sc.positions[static_cast<size_t>(i)] + 1, scale, kp.data(), vp.data(), ps,
+                        kvd, s.data());
     }, item_work);
     // x += att Wo^T (+ bo)
     lin(x, att, w.wo, p ? &p->wo : nullptr, nullptr, r, nh * hs, c, true);
