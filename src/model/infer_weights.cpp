@@ -3,6 +3,7 @@
 #include "model/infer_weights.h"
 
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "model/checkpoint.h"
@@ -13,7 +14,7 @@ namespace trinity::model {
 size_t InferWeights::bytes() const {
   size_t b = head.bytes();
   for (const auto& l : layers)
-    b += l.wq.bytes() + l.wk.bytes() + l.wv.bytes() + l.wo.bytes() + l.wg.bytes() + l.wu.bytes() + l.wd.bytes();
+    b += l.qkv.bytes() + l.wo.bytes() + l.gate_up.bytes() + l.wd.bytes();
   return b;
 }
 
@@ -32,13 +33,26 @@ std::shared_ptr<const InferWeights> pack_infer_weights(const Transformer& m, ten
     TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
     return tensor::PackedLinear(static_cast<const float*>(t.data()), t.shape()[0], t.shape()[1], dtype);
   };
+  auto stack = [&](const std::vector<std::string>& names) {
+    std::vector<tensor::PackedLinear::Part> parts;
+    int64_t ic = -1;
+    for (const auto& name : names) {
+      const auto& t = get(name);
+      TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
+      TRINITY_ASSERT(ic < 0 || t.shape()[1] == ic, "fused weights need one input size: ", name);
+      ic = t.shape()[1];
+      parts.push_back({static_cast<const float*>(t.data()), t.shape()[0]});
+    }
+    return tensor::PackedLinear(parts, ic, dtype);
+  };
   auto w = std::make_shared<InferWeights>();
   w->dtype = dtype;
   for (int64_t i = 0; i < cfg.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    w->layers.push_back({pack(p + "self_attn.q_proj.weight"), pack(p + "self_attn.k_proj.weight"),
-                         pack(p + "self_attn.v_proj.weight"), pack(p + "self_attn.o_proj.weight"),
-                         pack(p + "mlp.gate_proj.weight"), pack(p + "mlp.up_proj.weight"),
+    w->layers.push_back({stack({p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+                                p + "self_attn.v_proj.weight"}),
+                         pack(p + "self_attn.o_proj.weight"),
+                         stack({p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}),
                          pack(p + "mlp.down_proj.weight")});
   }
   w->head = pack(cfg.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");

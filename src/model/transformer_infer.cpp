@@ -92,7 +92,13 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
       linear_forward(y, xin, wm, b, rows, ic, oc);
     }
   };
-  if (pw) TRINITY_ASSERT(static_cast<int64_t>(pw->layers.size()) == cfg_.num_hidden_layers, "packed weights do not match the model");
+  if (pw) {
+    TRINITY_ASSERT(static_cast<int64_t>(pw->layers.size()) == cfg_.num_hidden_layers, "packed weights do not match the model");
+    const auto& l0 = pw->layers[0];
+    TRINITY_ASSERT(l0.qkv.parts() == 3 && l0.qkv.part_oc(0) == nh * hs && l0.qkv.part_oc(1) == kvd &&
+                       l0.gate_up.parts() == 2 && l0.gate_up.part_oc(0) == I,
+                   "packed weights do not match the model");
+  }
 
   embedding_forward(x, tokens.data(), im.wte, r, c);
   for (size_t l = 0; l < im.lp.size(); ++l) {
@@ -100,9 +106,14 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
     const InferWeights::Layer* p = pw ? &pw->layers[l] : nullptr;
     const int64_t layer = static_cast<int64_t>(l);
     rmsnorm_forward(ln, rstd, x, w.ln1, r, c, eps);
-    lin(q, ln, w.wq, p ? &p->wq : nullptr, w.bq, r, c, nh * hs, false);
-    lin(k, ln, w.wk, p ? &p->wk : nullptr, w.bk, r, c, kvd, false);
-    lin(v, ln, w.wv, p ? &p->wv : nullptr, w.bv, r, c, kvd, false);
+    if (use_packed) {
+      const PackedOut outs[] = {{q, w.bq}, {k, w.bk}, {v, w.bv}};
+      packed_linear_parts(outs, ln, p->qkv, r);
+    } else {
+      lin(q, ln, w.wq, nullptr, w.bq, r, c, nh * hs, false);
+      lin(k, ln, w.wk, nullptr, w.bk, r, c, kvd, false);
+      lin(v, ln, w.wv, nullptr, w.bv, r, c, kvd, false);
+    }
     if (cfg_.qk_norm) {
       rmsnorm_forward(q, qr, q, w.qn, r * nh, hs, eps);  // in place: each row reads before writing
       rmsnorm_forward(k, kr, k, w.kn, r * nkv, hs, eps);
@@ -146,8 +157,13 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
     lin(x, att, w.wo, p ? &p->wo : nullptr, nullptr, r, nh * hs, c, true);
     if (w.bo) parallel_for(r, [&](int64_t i) { for (int64_t j = 0; j < c; ++j) x[i * c + j] += w.bo[j]; }, c);
     rmsnorm_forward(ln, rstd, x, w.ln2, r, c, eps);
-    lin(gate, ln, w.wg, p ? &p->wg : nullptr, nullptr, r, c, I, false);
-    lin(up, ln, w.wu, p ? &p->wu : nullptr, nullptr, r, c, I, false);
+    if (use_packed) {
+      const PackedOut outs[] = {{gate, nullptr}, {up, nullptr}};
+      packed_linear_parts(outs, ln, p->gate_up, r);
+    } else {
+      lin(gate, ln, w.wg, nullptr, nullptr, r, c, I, false);
+      lin(up, ln, w.wu, nullptr, nullptr, r, c, I, false);
+    }
     swiglu_forward(gate, gate, up, r * I);
     lin(x, gate, w.wd, p ? &p->wd : nullptr, nullptr, r, I, c, true);
   }

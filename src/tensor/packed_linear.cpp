@@ -4,6 +4,7 @@
 // portable scalar loop over the same layout is used.
 #include "tensor/packed_linear.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -28,17 +29,32 @@ size_t elem_size(PackDType d) { return d == PackDType::kF32 ? 4 : 2; }
 }  // namespace
 
 PackedLinear::PackedLinear(const float* w, int64_t oc, int64_t ic, PackDType dtype)
-    : oc_(oc), ic_(ic), dtype_(dtype) {
-  TRINITY_ASSERT(oc > 0 && ic > 0, "PackedLinear: empty weight");
-  const size_t bytes = (static_cast<size_t>(panels() * P * ic) * elem_size(dtype) + 63) / 64 * 64;
+    : PackedLinear(std::vector<Part>{{w, oc}}, ic, dtype) {}
+
+PackedLinear::PackedLinear(const std::vector<Part>& parts, int64_t ic, PackDType dtype) : ic_(ic), dtype_(dtype) {
+  TRINITY_ASSERT(!parts.empty() && ic > 0, "PackedLinear: empty weight");
+  std::vector<int64_t> owner;  // part of each panel
+  for (size_t i = 0; i < parts.size(); ++i) {
+    TRINITY_ASSERT(parts[i].oc > 0 && parts[i].w, "PackedLinear: empty part");
+    part_oc_.push_back(parts[i].oc);
+    part_panel_.push_back(panels_);
+    oc_ += parts[i].oc;
+    const int64_t np = (parts[i].oc + P - 1) / P;
+    owner.insert(owner.end(), static_cast<size_t>(np), static_cast<int64_t>(i));
+    panels_ += np;
+  }
+  const size_t bytes = (static_cast<size_t>(panels_ * P * ic) * elem_size(dtype) + 63) / 64 * 64;
   void* mem = std::aligned_alloc(64, bytes);
   if (!mem) throw Error("tensor", strcat("PackedLinear: cannot allocate ", bytes, " bytes"));
   data_ = std::shared_ptr<void>(mem, std::free);
-  parallel_for(panels(), [&](int64_t p) {
+  parallel_for(panels_, [&](int64_t p) {
+    const auto pi = static_cast<size_t>(owner[static_cast<size_t>(p)]);
+    const float* wp = parts[pi].w;
+    const int64_t poc = parts[pi].oc, lp = p - part_panel_[pi];
     for (int64_t k = 0; k < ic; ++k)
       for (int64_t j = 0; j < P; ++j) {
-        const int64_t o = p * P + j;
-        const float v = o < oc ? w[o * ic + k] : 0.0f;
+        const int64_t o = lp * P + j;
+        const float v = o < poc ? wp[o * ic + k] : 0.0f;
         const size_t at = static_cast<size_t>((p * ic + k) * P + j);
         if (dtype == PackDType::kF32)
           static_cast<float*>(mem)[at] = v;
@@ -48,7 +64,7 @@ PackedLinear::PackedLinear(const float* w, int64_t oc, int64_t ic, PackDType dty
   }, ic * P);
 }
 
-size_t PackedLinear::bytes() const { return static_cast<size_t>(panels() * P * ic_) * elem_size(dtype_); }
+size_t PackedLinear::bytes() const { return static_cast<size_t>(panels_ * P * ic_) * elem_size(dtype_); }
 
 const void* PackedLinear::panel(int64_t p) const {
   return static_cast<const char*>(data_.get()) + static_cast<size_t>(p * ic_ * P) * elem_size(dtype_);
@@ -187,6 +203,7 @@ void run_panel(float* y, int64_t ldy, const float* x, int64_t ldx, const void* p
 void packed_linear(float* y, const float* x, const PackedLinear& w, const float* b, int64_t n,
                    bool accumulate) {
   TRINITY_ASSERT(!w.empty(), "packed_linear: empty weight");
+  TRINITY_ASSERT(w.parts() == 1, "packed_linear: a fused stack needs packed_linear_parts");
   const int64_t oc = w.oc(), ic = w.ic();
   if (n <= 0) return;
   // One sweep over all rows per panel: the panel (IC x 32) stays in L1/L2 while the rows stream
@@ -198,6 +215,23 @@ void packed_linear(float* y, const float* x, const PackedLinear& w, const float*
       run_panel<true>(y + o0, oc, x, ic, w.panel(p), ic, n, cols, bp, accumulate);
     else
       run_panel<false>(y + o0, oc, x, ic, w.panel(p), ic, n, cols, bp, accumulate);
+  }, n * ic * P);
+}
+
+void packed_linear_parts(const PackedOut* outs, const float* x, const PackedLinear& w, int64_t n) {
+  TRINITY_ASSERT(!w.empty(), "packed_linear_parts: empty weight");
+  const int64_t ic = w.ic(), nparts = w.parts();
+  if (n <= 0) return;
+  parallel_for(w.panels(), [&](int64_t p) {
+    int64_t i = nparts - 1;
+    while (p < w.part_panel(i)) --i;
+    const int64_t poc = w.part_oc(i), o0 = (p - w.part_panel(i)) * P, cols = std::min(P, poc - o0);
+    const PackedOut& o = outs[i];
+    const float* bp = o.b ? o.b + o0 : nullptr;
+    if (w.dtype() == PackDType::kBF16)
+      run_panel<true>(o.y + o0, poc, x, ic, w.panel(p), ic, n, cols, bp, false);
+    else
+      run_panel<false>(o.y + o0, poc, x, ic, w.panel(p), ic, n, cols, bp, false);
   }, n * ic * P);
 }
 
