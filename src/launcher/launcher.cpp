@@ -331,7 +331,10 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
       sync->set_state("trainer", sync::PeerState::kRunning);
       auto src = rl_source(c, storage.get(), sync.get(), stop, *ts.tr);
       if (!ts.source_state.empty()) src->load_state(ts.source_state);
-      tres = train_loop(*ts.tr, *src, loop_options(c, 0), ts.start_step, &tmon, sync.get(), stop);
+      TrainLoopOptions lo = loop_options(c, 0);
+      if (c.synchronizer.sync_style == "fixed")
+        lo.expected_lag = c.synchronizer.sync_interval - 1 + c.synchronizer.sync_offset;
+      tres = train_loop(*ts.tr, *src, lo, ts.start_step, &tmon, sync.get(), stop);
       sync->set_state("trainer", sync::PeerState::kFinished);
     } catch (const std::exception& e) {
       trainer_error = e.what();

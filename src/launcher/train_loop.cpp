@@ -177,7 +177,7 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
                            int64_t start_step, monitor::Monitor* mon, sync::Synchronizer* sync,
                            const std::atomic<bool>* stop) {
   TrainLoopResult res;
-  int64_t step = start_step, saved = start_step, published = -1;
+  int64_t step = start_step, saved = start_step, published = -1, warned_lag = -1;
   auto save = [&](int64_t s) {
     Timer t;
     const json extra = {{"source", json::parse(src.state())}};
@@ -213,6 +213,16 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
     Timer t;
     // Experiences without a response token (a prompt that filled the context) carry nothing to
     // train on; a batch of only those is a step without an update, not a failed run.
+    if (opt.expected_lag >= 0 && !batch.empty()) {
+      int64_t oldest = batch[0].model_version;
+      for (const auto& e : batch) oldest = std::min(oldest, e.model_version);
+      const int64_t lag = step - 1 - oldest;
+      if (lag > opt.expected_lag && lag > warned_lag) {
+        log::warn("trainer: step ", step, " trains on experiences of model version ", oldest, " (", lag,
+                  " versions behind; the sync schedule allows ", opt.expected_lag, ")");
+        warned_lag = lag;
+      }
+    }
     const size_t got = batch.size();
     batch.erase(std::remove_if(batch.begin(), batch.end(),
                                [](const buffer::Experience& e) { return e.chosen.empty() && e.response_length() <= 0; }),

@@ -53,6 +53,9 @@ struct TrainLoopOptions {
   int64_t max_checkpoints_to_keep = 0;
   bool progress = true;
   int64_t max_staleness = -1;     // staleness_control (< 0: off)
+  // RL from an explorer: the largest lag (step - 1 - model_version) the sync schedule produces,
+  // sync_interval - 1 + sync_offset; older experiences get a warning (< 0: no check).
+  int64_t expected_lag = -1;
 };
 
 struct TrainLoopResult {
