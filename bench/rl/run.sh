@@ -8,7 +8,9 @@
 # gives medians over runs. trinity runs with its default threads (`auto`: 1 per kernel below 5M
 # params) and with TRINITY_THREADS=2; PyTorch with 1 and 2 threads (OMP_WAIT_POLICY=PASSIVE), and
 # the ratio quotes the faster PyTorch against trinity's default.
-# Usage: [RUNS=3] [STEPS=20] [BIN=build/release/trinity] bench/rl/run.sh [tiny] [h256]
+# The per-run rows are kept in $RESULTS (default /tmp/bench_rl_results.jsonl); bench/rl/summary.py
+# re-prints the summary from one or more such files.
+# Usage: [RUNS=3] [STEPS=20] [BIN=build/release/trinity] [RESULTS=file] bench/rl/run.sh [tiny] [h256]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -84,27 +86,5 @@ for l in sys.stdin:
   done
 done
 
-/usr/bin/python3 - "$results" "$STEPS" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-med = lambda xs: statistics.median(xs)
-print(f"\nmedians over {len(set(r['run'] for r in rows))} paired runs, {sys.argv[2]} RL steps each "
-      f"(128 rollouts/step); s/step = median over steps 3..N; load = 1-min load average at start")
-print(f"{'size':5s} {'side':16s} {'s/step':>7s} {'generate':>9s} {'train':>7s} {'wall':>6s}")
-for size in dict.fromkeys(r["size"] for r in rows):
-    cell = {}
-    for impl, th in (("trinity", "auto"), ("trinity", "2"), ("pytorch", "1"), ("pytorch", "2")):
-        rs = [r for r in rows if r["size"] == size and r["impl"] == impl and r["threads"] == th]
-        if not rs:
-            continue
-        c = {k: med([r[k] for r in rs]) for k in ("step_s", "generate_s", "train_s", "wall_s")}
-        cell[(impl, th)] = c
-        label = f"{impl} t={th}" + (f"({rs[0]['used']})" if th == "auto" else "")
-        print(f"{size:5s} {label:16s} {c['step_s']:7.3f} {c['generate_s']:9.3f} {c['train_s']:7.3f} {c['wall_s']:6.1f}")
-    base = min((v for k, v in cell.items() if k[0] == "pytorch"), key=lambda c: c["step_s"])
-    bt = [k[1] for k, v in cell.items() if v is base][0]
-    ours = cell[("trinity", "auto")]
-    print(f"{size:5s} ratio (PyTorch t={bt} s/step / trinity default s/step): {base['step_s'] / ours['step_s']:.2f}x  "
-          f"generate {base['generate_s'] / ours['generate_s']:.2f}x  train {base['train_s'] / ours['train_s']:.2f}x  "
-          f"wall {base['wall_s'] / ours['wall_s']:.2f}x")
-PY
+cp "$results" "${RESULTS:-/tmp/bench_rl_results.jsonl}"
+/usr/bin/python3 bench/rl/summary.py "$results" "$STEPS"
