@@ -57,6 +57,7 @@ class Request {
   model::SeqKv prompt_kv;
   std::vector<Sample> samples;
   bool prefilled = false;
+  int64_t prefill_done = 0;  // prompt tokens already in prompt_kv (chunked prefill)
   bool in_running = false;
   int64_t committed = 0;
 };
@@ -100,6 +101,8 @@ struct Engine::Impl {
   std::unique_ptr<model::KvCache> cache;
   model::InferScratch scratch;
   std::vector<std::shared_ptr<Request>> running;
+  // Admitted, prompt not yet fully in the KV cache; prefilled in order, max_prefill_tokens per step.
+  std::vector<std::shared_ptr<Request>> prefilling;
   int64_t committed = 0;
   std::vector<float> logits;
   uint64_t seed_counter = 0;
@@ -327,10 +330,11 @@ void Engine::loop() {
   };
 
   for (;;) {
-    std::vector<std::shared_ptr<Request>> admitted;
     {
       std::unique_lock<std::mutex> l(im.mu);
-      im.cv.wait(l, [&] { return im.stop || !im.waiting.empty() || !im.running.empty() || im.swap_pending; });
+      im.cv.wait(l, [&] {
+        return im.stop || !im.waiting.empty() || !im.running.empty() || !im.prefilling.empty() || im.swap_pending;
+      });
       if (im.stop) break;
     }
     // Weight swap between steps.
@@ -342,9 +346,11 @@ void Engine::loop() {
           l.unlock();
           for (auto& r : im.running) finish_request(r, "abort");
           im.running.clear();
+          for (auto& r : im.prefilling) finish_request(r, "abort");
+          im.prefilling.clear();
           l.lock();
         }
-        if (im.running.empty()) {
+        if (im.running.empty() && im.prefilling.empty()) {
           im.model = std::move(im.next_model);
           im.packed = std::move(im.next_packed);
           im.version = im.next_version;
@@ -358,19 +364,26 @@ void Engine::loop() {
     }
     // Cancellations and deadlines.
     const auto now = Clock::now();
-    for (auto it = im.running.begin(); it != im.running.end();) {
-      auto& r = *it;
-      if (r->cancelled || now > r->deadline) {
-        finish_request(r, r->cancelled ? "cancelled" : "timeout");
-        it = im.running.erase(it);
-      } else {
-        ++it;
+    for (auto* list : {&im.running, &im.prefilling})
+      for (auto it = list->begin(); it != list->end();) {
+        auto& r = *it;
+        if (r->cancelled || now > r->deadline) {
+          finish_request(r, r->cancelled ? "cancelled" : "timeout");
+          it = list->erase(it);
+        } else {
+          ++it;
+        }
       }
-    }
-    // Admission.
+    // Admission: while less than one step's prefill budget is pending (so a burst of requests gets
+    // its first tokens step by step instead of all after one long prefill).
     int64_t prefill_tokens = 0;
+    int64_t pending_prefill = 0;
     int64_t running_samples = 0;
     for (auto& r : im.running) running_samples += r->p.n;
+    for (auto& r : im.prefilling) {
+      running_samples += r->p.n;
+      pending_prefill += static_cast<int64_t>(r->prompt.size()) - r->prefill_done;
+    }
     while (!hold_admission) {
       std::shared_ptr<Request> r;
       {
@@ -398,18 +411,19 @@ void Engine::loop() {
         continue;
       }
       if (im.committed + need > im.cache->num_pages()) break;
-      if (!admitted.empty() && prefill_tokens + plen > im.opts.max_prefill_tokens) break;
-      if (running_samples + r->p.n > im.opts.max_running && !im.running.empty()) break;
+      if (pending_prefill >= im.opts.max_prefill_tokens) break;
+      if (running_samples + r->p.n > im.opts.max_running && !(im.running.empty() && im.prefilling.empty())) break;
       pop();
       im.committed += need;
       r->committed = need;
       const bool ok = model::kv_reserve(*im.cache, r->prompt_kv, plen);
       TRINITY_ASSERT(ok, "committed KV pages were not available");
-      prefill_tokens += plen;
+      pending_prefill += plen;
       running_samples += r->p.n;
-      admitted.push_back(r);
+      im.prefilling.push_back(r);
     }
-    // Build the step: prefills first, then one decode row per live sample.
+    // Build the step: prefill chunks first (up to max_prefill_tokens prompt tokens, in admission
+    // order; a longer prompt continues next step), then one decode row per live sample.
     std::vector<int32_t> tokens;
     std::vector<model::InferSeg> segs;
     std::vector<int64_t> logit_rows;
@@ -418,12 +432,20 @@ void Engine::loop() {
       int64_t sample;  // -1: a prefill (samples drawn from this row)
     };
     std::vector<Target> targets;
-    for (auto& r : admitted) {
+    std::vector<int64_t> chunks;  // prompt tokens of im.prefilling[i] in this step
+    for (auto& r : im.prefilling) {
+      const int64_t plen = static_cast<int64_t>(r->prompt.size());
+      const int64_t chunk = std::min(plen - r->prefill_done, im.opts.max_prefill_tokens - prefill_tokens);
+      if (chunk <= 0) break;
+      chunks.push_back(chunk);
+      prefill_tokens += chunk;
       const int64_t b = static_cast<int64_t>(tokens.size());
-      tokens.insert(tokens.end(), r->prompt.begin(), r->prompt.end());
+      tokens.insert(tokens.end(), r->prompt.begin() + r->prefill_done, r->prompt.begin() + r->prefill_done + chunk);
       segs.push_back({&r->prompt_kv, b, static_cast<int64_t>(tokens.size())});
-      logit_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
-      targets.push_back({r.get(), -1});
+      if (r->prefill_done + chunk == plen) {  // the last chunk: its last row gives the first token
+        logit_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
+        targets.push_back({r.get(), -1});
+      }
     }
     for (auto& r : im.running)
       for (auto& s : r->samples) {
@@ -441,12 +463,24 @@ void Engine::loop() {
       im.model->forward_infer(tokens, segs, *im.cache, logit_rows, im.logits, im.scratch, im.packed.get());
     } catch (const std::exception& e) {
       log::error("engine: step failed: ", e.what());
-      for (auto& r : admitted) finish_request(r, "error", e.what());
+      for (auto& r : im.prefilling) finish_request(r, "error", e.what());
+      im.prefilling.clear();
       for (auto& r : im.running) finish_request(r, "error", e.what());
       im.running.clear();
       continue;
     }
     for (auto& sg : segs) sg.kv->len += sg.row_end - sg.row_begin;
+    // Requests whose prompt is now complete leave `prefilling` (their samples are set up below).
+    std::vector<std::shared_ptr<Request>> admitted;
+    for (size_t i = 0; i < chunks.size(); ++i) im.prefilling[i]->prefill_done += chunks[i];
+    for (auto it = im.prefilling.begin(); it != im.prefilling.end();) {
+      if ((*it)->prefill_done == static_cast<int64_t>((*it)->prompt.size())) {
+        admitted.push_back(*it);
+        it = im.prefilling.erase(it);
+      } else {
+        ++it;
+      }
+    }
     // Sampling: set up the samples of new requests, draw every row's token in parallel (each job
     // owns its sample's rng and a thread-local scratch), then apply the stop rules in row order.
     int64_t generated = 0;
@@ -516,6 +550,8 @@ void Engine::loop() {
       log::error("engine: sampling failed: ", e.what());
       for (auto& r : admitted) finish_request(r, "error", e.what());
       admitted.clear();
+      for (auto& r : im.prefilling) finish_request(r, "error", e.what());
+      im.prefilling.clear();
       for (auto& r : im.running) finish_request(r, "error", e.what());
       im.running.clear();
     }
@@ -545,6 +581,8 @@ void Engine::loop() {
   // Shutdown: everything unfinished ends with "abort".
   for (auto& r : im.running) finish_request(r, "abort");
   im.running.clear();
+  for (auto& r : im.prefilling) finish_request(r, "abort");
+  im.prefilling.clear();
   std::deque<std::shared_ptr<Request>> rest;
   {
     std::lock_guard<std::mutex> l(im.mu);

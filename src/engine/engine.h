@@ -88,7 +88,9 @@ struct EngineOptions {
   int64_t kv_cache_bytes = int64_t{1} << 30;
   int64_t page_size = 16;
   int64_t max_model_len = 0;        // 0: the model's max_position_embeddings
-  int64_t max_prefill_tokens = 4096;  // prompt tokens admitted per step
+  // Prompt tokens prefilled per step; a longer prompt is prefilled in chunks over several steps,
+  // each batched with the running sequences' decode rows (decode never stalls behind a prefill).
+  int64_t max_prefill_tokens = 512;
   int64_t max_running = 256;        // samples decoding at once
   SwapPolicy swap_policy = SwapPolicy::kFinish;
   WeightFormat weight_format = WeightFormat::kF32Packed;

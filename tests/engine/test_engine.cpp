@@ -1,11 +1,13 @@
 // Engine: sampled logprobs equal the trainer's recomputation; seeds reproduce; n samples of one
 // prompt share its KV and equal separately seeded requests; stop ids / max_tokens / min_tokens;
-// continuous batching under a tight KV budget gives the same tokens as an unconstrained run;
+// continuous batching under a tight KV budget gives the same tokens as an unconstrained run; chunked
+// prefill gives the trainer's logprobs and does not stall running requests;
 // cancellation, deadlines, weight swaps with versions, and clear errors.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "core/error.h"
@@ -148,6 +150,57 @@ TEST(Engine, TightBudgetContinuousBatchingGivesSameTokens) {
   auto st = e.stats();
   EXPECT_EQ(st.finished, 12);
   EXPECT_EQ(st.kv_pages_free, st.kv_pages_total);
+}
+
+TEST(Engine, ChunkedPrefillMatchesTrainerAndKeepsDecoding) {
+  auto m = make_model(6);
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 23; ++i) prompt.push_back(static_cast<int32_t>((5 * i + 3) % 40));
+  SamplingParams p;
+  p.max_tokens = 8;
+  p.seed = 11;
+  p.ignore_eos = true;
+  p.n = 2;
+  // A 23-token prompt prefilled 5 tokens per step (5 chunks) gives the trainer's logprobs.
+  EngineOptions o = small_opts();
+  o.max_prefill_tokens = 5;
+  GenerateResult chunked;
+  {
+    Engine e(m, 0, nullptr, o);
+    chunked = e.generate(prompt, p);
+    EXPECT_GE(e.stats().prompt_tokens, 23);
+  }
+  Engine whole(m, 0, nullptr, small_opts());
+  auto ref = whole.generate(prompt, p);
+  ASSERT_EQ(chunked.completions.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(chunked.completions[i].token_ids, ref.completions[i].token_ids);
+    auto lp = recompute(*m, prompt, chunked.completions[i].token_ids, 1.0f);
+    for (size_t j = 0; j < lp.size(); ++j) EXPECT_NEAR(chunked.completions[i].logprobs[j], lp[j], 1e-4);
+  }
+  // A running request keeps decoding while a long prompt is prefilled in chunks: it gains a token
+  // in every one of the 10 prefill steps of a 40-token prompt at 4 tokens per step.
+  o.max_prefill_tokens = 4;
+  Engine e(m, 0, nullptr, o);
+  std::atomic<int> a_tokens{0}, a_at_b_first{-1};
+  std::vector<int32_t> long_prompt(40, 7);
+  SamplingParams pa, pb;
+  pa.max_tokens = 30;
+  pa.ignore_eos = true;
+  pb.max_tokens = 2;
+  pb.ignore_eos = true;
+  std::optional<RequestHandle> hb;
+  // B is submitted from A's first token event (on the scheduler thread), so it joins a running batch.
+  auto ha = e.submit({1, 2, 3}, pa, [&](const StreamEvent& ev) {
+    if (ev.token >= 0 && ++a_tokens == 1)
+      hb = e.submit(long_prompt, pb, [&](const StreamEvent& evb) {
+        if (evb.token >= 0 && a_at_b_first.load() < 0) a_at_b_first = a_tokens.load();
+      });
+  });
+  EXPECT_EQ(ha.wait().completions[0].token_ids.size(), 30u);
+  ASSERT_TRUE(hb.has_value());
+  EXPECT_EQ(hb->wait().completions[0].token_ids.size(), 2u);
+  EXPECT_GE(a_at_b_first.load() - 1, 9) << a_at_b_first.load();
 }
 
 TEST(Engine, CancelAndDeadline) {
