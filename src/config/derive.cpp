@@ -286,7 +286,9 @@ void derive_sync_trainer(Ctx& c, const Tree& root, Parsed& p) {
   check_choice(c, root, "trainer.save_hf_checkpoint", t.save_hf_checkpoint, {"always", "never", "last"});
   if (t.max_checkpoints_to_keep)
     positive(c, root, "trainer.max_checkpoints_to_keep", static_cast<double>(*t.max_checkpoints_to_keep));
-  t.max_token_len_per_gpu = p.max_token_len_per_gpu.value_or(2 * cfg.model.max_model_len);
+  // Trinity's auto value is 2 x max_model_len; trinity packs at least 4096 tokens per micro-batch, because
+  // on CPU many tiny micro-batches (short sequences) cost far more than the memory they save.
+  t.max_token_len_per_gpu = p.max_token_len_per_gpu.value_or(std::max<int64_t>(2 * cfg.model.max_model_len, 4096));
   positive(c, root, "trainer.max_token_len_per_gpu", static_cast<double>(t.max_token_len_per_gpu));
   if (t.max_token_len_per_gpu < cfg.model.max_model_len)
     bad(c, root, "trainer.max_token_len_per_gpu",
