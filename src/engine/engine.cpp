@@ -123,6 +123,8 @@ Engine::Engine(std::shared_ptr<const model::Transformer> model, int64_t version,
     : cfg_(model->config()), impl_(std::make_unique<Impl>()) {
   if (model->head() != model::HeadKind::kLm)
     throw ValueError("engine", "generation needs a model with the LM head");
+  if (opts.max_prefill_tokens < 1)
+    throw ValueError("engine", strcat("max_prefill_tokens: expected >= 1, got ", opts.max_prefill_tokens));
   max_len_ = opts.max_model_len > 0 ? opts.max_model_len : cfg_.max_position_embeddings;
   for (int64_t id : cfg_.eos_token_ids) eos_.push_back(static_cast<int32_t>(id));
   auto& im = *impl_;

@@ -271,6 +271,9 @@ TEST(Engine, ClearErrors) {
   auto r = e.generate({1, 2, 3}, p);
   EXPECT_NE(r.error.find("KV pages"), std::string::npos) << r.error;
   EXPECT_EQ(r.completions[0].finish_reason, "error");
+  EngineOptions bad = small_opts();
+  bad.max_prefill_tokens = 0;
+  EXPECT_THROW(Engine(m, 0, nullptr, bad), ValueError) << "a zero prefill budget would never prefill";
 }
 
 // With the real Qwen3 tokenizer (shipped by the npm oracle package): streamed text deltas add up
