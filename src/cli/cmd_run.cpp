@@ -59,6 +59,8 @@ void print_summary(const std::vector<launcher::StageSummary>& stages) {
       }
     }
     if (!s.last_checkpoint.empty()) std::fprintf(stderr, "  checkpoint: %s\n", s.last_checkpoint.c_str());
+    if (&s == &stages.back() && !s.last_checkpoint.empty())
+      std::fprintf(stderr, "  chat with it: trinity serve --model %s\n", s.last_checkpoint.c_str());
     std::fprintf(stderr, "  metrics:    %s\n", file::join(s.job_dir, "monitor/metrics.jsonl").c_str());
   }
 }
