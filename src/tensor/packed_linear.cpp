@@ -97,7 +97,8 @@ inline void load_w(const void* panel, int64_t k, __m512& w0, __m512& w1) {
   }
 }
 
-constexpr int64_t kPrefetchK = 32;  // k steps ahead (4 KiB of fp32 panel)
+constexpr int64_t kPrefetchK = 32;    // k steps ahead into L1 (4 KiB of fp32 panel)
+constexpr int64_t kPrefetchL2K = 256;  // k steps ahead into L2 (32 KiB of fp32 panel)
 
 // y[MR rows, cols] (+)= x[MR rows, :IC] . panel. KU independent accumulator sets over k.
 template <int MR, bool BF>
@@ -111,12 +112,21 @@ void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel,
   for (; k + KU <= ic; k += KU) {
     for (int u = 0; u < KU; ++u) {
       __m512 w0, w1;
-      // The first tile over a panel streams it from memory: prefetch ahead of the hardware.
+      // The first tile over a panel streams it from memory: prefetch ahead of the hardware, near
+      // into L1 and far into L2. The far one matters for multi-row tiles: their k steps are slow
+      // enough that 32 steps ahead is less than the memory latency, so without it memory time and
+      // FMA time add up (single core, small shape, 16 rows: -10 % time; 1 and 8 rows: -4 / -12 %).
       // (address arithmetic in integers: the prefetch may point past the panel; it never faults)
-      const auto* pf = reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(panel) +
-                                                     static_cast<uintptr_t>((k + u + kPrefetchK) * P * (BF ? 2 : 4)));
+      constexpr uintptr_t kStep = P * (BF ? 2 : 4);
+      const uintptr_t at = reinterpret_cast<uintptr_t>(panel) + static_cast<uintptr_t>(k + u) * kStep;
+      const auto* pf = reinterpret_cast<const char*>(at + kPrefetchK * kStep);
+      const auto* pf2 = reinterpret_cast<const char*>(at + kPrefetchL2K * kStep);
       _mm_prefetch(pf, _MM_HINT_T0);
-      if constexpr (!BF) _mm_prefetch(pf + 64, _MM_HINT_T0);
+      _mm_prefetch(pf2, _MM_HINT_T1);
+      if constexpr (!BF) {
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        _mm_prefetch(pf2 + 64, _MM_HINT_T1);
+      }
       load_w<BF>(panel, k + u, w0, w1);
       for (int i = 0; i < MR; ++i) {
         const __m512 xb = _mm512_set1_ps(x[i * ldx + k + u]);

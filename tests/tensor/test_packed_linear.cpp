@@ -41,6 +41,15 @@ TEST(PackedLinear, Fp32MatchesReferenceForEveryTile) {
     check(n, 67, 96, PackDType::kF32, n % 2 == 0, false);
 }
 
+TEST(PackedLinear, SixteenRowsLongPanels) {
+  // Batch-16 decode (two 8-row tiles per panel) with IC longer than the kernel's L2 prefetch
+  // distance (256 k steps), so prefetches land inside, and past the end of, each panel.
+  for (auto dt : {PackDType::kF32, PackDType::kBF16}) {
+    check(16, 600, 70, dt, true, false);
+    check(16, 257, 64, dt, false, true);
+  }
+}
+
 TEST(PackedLinear, RaggedOutputsBiasAndAccumulate) {
   for (int64_t oc : {1, 31, 33, 70})
     for (int acc = 0; acc < 2; ++acc) {
