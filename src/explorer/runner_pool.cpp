@@ -114,10 +114,10 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
       e.eid.batch = batch_id;
       e.eid.task = task_id;
       if (e.eid.suffix.empty()) {
-        uint64_t x = uid_seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(e.eid.run + 1)) ^
-                     (0xBF58476D1CE4E5B9ULL * (in_run[e.eid.run]++ + 1)) ^ (0x94D049BB133111EBULL * static_cast<uint64_t>(e.eid.step + 1));
-        x = (x ^ (x >> 31)) * 0xD6E8FEB86659FD93ULL;
-        x ^= x >> 32;
+        Rng h(uid_seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(e.eid.run + 1)) ^
+              (0xBF58476D1CE4E5B9ULL * (in_run[e.eid.run]++ + 1)) ^
+              (0x94D049BB133111EBULL * static_cast<uint64_t>(e.eid.step + 1)));  // seeding mixes the bits
+        const uint64_t x = h.next_u64();
         char buf[8];
         std::snprintf(buf, sizeof buf, "%06llx", static_cast<unsigned long long>(x & 0xFFFFFF));
         e.eid.suffix = buf;

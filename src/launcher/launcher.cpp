@@ -192,6 +192,15 @@ std::vector<int32_t> model_eos(const model::ModelConfig& mc, const std::vector<i
   return eos;
 }
 
+// The model's tokenizer + chat template and its end-of-sequence ids (config only; no weights loaded).
+std::shared_ptr<const tok::ChatFormatter> model_chat(const config::Config& c, std::vector<int32_t>* eos) {
+  std::vector<int32_t> stop_ids;
+  const model::ModelConfig mc = model::load_config(c.model.model_path);
+  auto chat = explorer::RolloutModel::load_chat(c.model.model_path, mc.vocab_size, c.model.custom_chat_template, &stop_ids);
+  *eos = model_eos(mc, stop_ids);
+  return chat;
+}
+
 // The trainer's RL batch source: the experience buffer, plus (sample_strategy mix, e.g. CHORD) the
 // expert rows of auxiliary_buffers[sft_dataset_name] marked is_expert.
 std::unique_ptr<BatchSource> rl_source(const config::Config& c, buffer::ExperienceStorage* storage,
@@ -211,10 +220,9 @@ std::unique_ptr<BatchSource> rl_source(const config::Config& c, buffer::Experien
   if (it == aux.end())
     throw ConfigError("config", strcat("sample_strategy mix reads expert data from buffer.trainer_input.auxiliary_buffers.",
                                        ss.sft_dataset_name, ", which is not configured"));
-  std::vector<int32_t> stop_ids;
-  const model::ModelConfig mc = model::load_config(c.model.model_path);
-  auto chat = explorer::RolloutModel::load_chat(c.model.model_path, mc.vocab_size, c.model.custom_chat_template, &stop_ids);
-  auto data = dataset_experiences(c, it->second, false, *chat, model_eos(mc, stop_ids));
+  std::vector<int32_t> eos;
+  auto chat = model_chat(c, &eos);
+  auto data = dataset_experiences(c, it->second, false, *chat, eos);
   for (auto& e : data) e.info = R"({"is_expert": true})";
   log::info("sample_strategy mix: ", tbs - ebs, " rollout + ", ebs, " expert experiences per train step");
   return mix_source(std::move(usual), dataset_source(std::move(data), ebs, int64_t{1} << 40));
@@ -247,13 +255,11 @@ TrainerSide make_trainer(const config::Config& c, int64_t total_steps) {
   return t;
 }
 
-TrainLoopOptions loop_options(const config::Config& c, int64_t total) {
+TrainLoopOptions loop_options(const config::Config& c) {
   TrainLoopOptions lo;
   lo.job_dir = c.job_dir();
   lo.tokenizer_dir = c.model.model_path;
   lo.total_steps = c.trainer.total_steps.value_or(0);
-  if (lo.total_steps <= 0 && c.mode != "both") lo.total_steps = 0;
-  (void)total;
   lo.save_interval = c.trainer.save_interval;
   lo.sync_interval = c.synchronizer.sync_interval;
   lo.max_checkpoints_to_keep = c.trainer.max_checkpoints_to_keep.value_or(0);
@@ -263,10 +269,6 @@ TrainLoopOptions loop_options(const config::Config& c, int64_t total) {
 
 StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bool with_explorer, bool with_trainer) {
   StageSummary s;
-  s.name = c.name;
-  s.mode = c.mode;
-  s.job_dir = c.job_dir();
-  Timer timer;
   monitor::Monitor emon(c.job_dir(), "explorer", c.monitor.monitor_type);
   monitor::Monitor tmon(c.job_dir(), "trainer", c.monitor.monitor_type);
   const bool two_process = !(with_explorer && with_trainer);
@@ -331,7 +333,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
       sync->set_state("trainer", sync::PeerState::kRunning);
       auto src = rl_source(c, storage.get(), sync.get(), stop, *ts.tr);
       if (!ts.source_state.empty()) src->load_state(ts.source_state);
-      TrainLoopOptions lo = loop_options(c, 0);
+      TrainLoopOptions lo = loop_options(c);
       if (c.synchronizer.sync_style == "fixed")
         lo.expected_lag = c.synchronizer.sync_interval - 1 + c.synchronizer.sync_offset;
       tres = train_loop(*ts.tr, *src, lo, ts.start_step, &tmon, sync.get(), stop);
@@ -375,41 +377,28 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
     const bool already = !es.evals.empty() && es.evals.back().first == tres.steps;
     if (!already) s.evals.push_back({tres.steps, ex->evaluate(std::max(es.steps, tres.steps))});
   }
-  s.seconds = timer.seconds();
   return s;
 }
 
 StageSummary run_train_dataset(const config::Config& c, const std::atomic<bool>* stop) {
   StageSummary s;
-  s.name = c.name;
-  s.mode = c.mode;
-  s.job_dir = c.job_dir();
-  Timer timer;
   monitor::Monitor tmon(c.job_dir(), "trainer", c.monitor.monitor_type);
-  auto w = model::Transformer::load(c.model.model_path);
-  std::vector<int32_t> stop_ids;
-  auto chat = explorer::RolloutModel::load_chat(c.model.model_path, w.config().vocab_size, c.model.custom_chat_template,
-                                                &stop_ids);
-  auto data = dataset_experiences(c, c.buffer.trainer_input.experience_buffer, c.schema_type == "dpo", *chat,
-                                  model_eos(w.config(), stop_ids));
+  std::vector<int32_t> eos;
+  auto chat = model_chat(c, &eos);
+  auto data = dataset_experiences(c, c.buffer.trainer_input.experience_buffer, c.schema_type == "dpo", *chat, eos);
   auto src = dataset_source(std::move(data), c.buffer.train_batch_size, c.buffer.total_epochs);
   TrainerSide ts = make_trainer(c, planned_train_steps(c, 0, src->total_steps()));
   if (!ts.source_state.empty()) src->load_state(ts.source_state);
-  TrainLoopOptions lo = loop_options(c, 0);
+  TrainLoopOptions lo = loop_options(c);
   TrainLoopResult r = train_loop(*ts.tr, *src, lo, ts.start_step, &tmon, nullptr, stop);
   s.train_steps = r.steps;
   s.stopped = r.stopped;
   if (r.steps > 0) s.last_checkpoint = file::join(r.last_checkpoint, "huggingface");
-  s.seconds = timer.seconds();
   return s;
 }
 
 StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   StageSummary s;
-  s.name = c.name;
-  s.mode = c.mode;
-  s.job_dir = c.job_dir();
-  Timer timer;
   monitor::Monitor mon(c.job_dir(), "bench", c.monitor.monitor_type);
   auto base = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
   auto rm = rollout_model(c, base, 0);
@@ -438,7 +427,6 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
     s.evals.push_back({step, ex.evaluate(step, "bench")});
     print_eval(strcat("bench step ", step), s.evals.back().second);
   }
-  s.seconds = timer.seconds();
   return s;
 }
 
@@ -490,14 +478,25 @@ StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop)
   }
   file::make_dirs(c.job_dir());
   log::info("stage '", c.name, "': mode ", c.mode, ", algorithm ", c.algorithm.algorithm_type, ", job dir ", c.job_dir());
-  if (c.mode == "both") return run_both(c, stop, true, true);
-  if (c.mode == "explore") return run_both(c, stop, true, false);
-  if (c.mode == "train") {
-    if (c.schema_type == "sft" || c.schema_type == "dpo") return run_train_dataset(c, stop);
-    return run_both(c, stop, false, true);
-  }
-  if (c.mode == "bench") return run_bench(c, stop);
-  throw UnsupportedError("launcher", strcat("mode '", c.mode, "' is not supported by `trinity run` (use `trinity serve` for serving)"));
+  Timer timer;
+  StageSummary s;
+  if (c.mode == "both")
+    s = run_both(c, stop, true, true);
+  else if (c.mode == "explore")
+    s = run_both(c, stop, true, false);
+  else if (c.mode == "train" && (c.schema_type == "sft" || c.schema_type == "dpo"))
+    s = run_train_dataset(c, stop);
+  else if (c.mode == "train")
+    s = run_both(c, stop, false, true);
+  else if (c.mode == "bench")
+    s = run_bench(c, stop);
+  else
+    throw UnsupportedError("launcher", strcat("mode '", c.mode, "' is not supported by `trinity run` (use `trinity serve` for serving)"));
+  s.name = c.name;
+  s.mode = c.mode;
+  s.job_dir = c.job_dir();
+  s.seconds = timer.seconds();
+  return s;
 }
 
 std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop) {

@@ -131,13 +131,10 @@ class CheckpointSync : public Synchronizer {
   }
   void publish(std::shared_ptr<const model::Transformer> w, int64_t version) override {
     const std::string dir = file::join(job_, strcat("global_step_", version, "/huggingface"));
-    if (!file::exists(file::join(dir, "config.json"))) {
-      w->save(dir);
-      for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
-        const std::string src = file::join(tok_dir_, f);
-        if (!tok_dir_.empty() && file::exists(src) && !file::exists(file::join(dir, f)))
-          file::write_atomic(file::join(dir, f), file::read_all(src));
-      }
+    if (!file::exists(file::join(dir, "config.json"))) {  // a full checkpoint of this step has it already
+      model::SaveOptions so;  // atomic directory write, tokenizer files copied: a complete HF model
+      so.copy_tokenizer_from = tok_dir_;
+      w->save(dir, so);
     }
     file::write_atomic(file::join(job_, "latest_state_dict_iteration.txt"), std::to_string(version));
   }

@@ -102,18 +102,27 @@ ChatPair chat_pair(const tok::ChatFormatter& chat, const json& prompt, const jso
   return p;
 }
 
+// Whether rows are plaintext (else messages); ConfigError for an unknown prompt_type or a missing
+// chat template / EOS id that the format needs. `what` is "SFT" or "DPO".
+bool plaintext_format(const SftDataOptions& opt, const tok::ChatFormatter* chat, const char* what) {
+  const auto& f = opt.format;
+  const bool plain = f.prompt_type == "plaintext";
+  if (!plain && f.prompt_type != "messages")
+    throw ConfigError("trainer", strcat("format.prompt_type '", f.prompt_type, "' is unknown; expected messages or plaintext"));
+  if (!plain && !chat)
+    throw ConfigError("trainer", strcat(what, " data with prompt_type messages needs a chat template (tokenizer_config.json)"));
+  if (plain && !chat && !opt.eos_id)
+    throw ConfigError("trainer", strcat("plaintext ", what, " without a chat template needs the EOS token id"));
+  return plain;
+}
+
 }  // namespace
 
 std::vector<buffer::Experience> sft_experiences(const std::vector<buffer::RawRow>& rows, const SftDataOptions& opt,
                                                 const tok::Tokenizer& tok, const tok::ChatFormatter* chat,
                                                 SftDataReport& report) {
   const auto& f = opt.format;
-  const bool plain = f.prompt_type == "plaintext";
-  if (!plain && f.prompt_type != "messages")
-    throw ConfigError("trainer", strcat("format.prompt_type '", f.prompt_type, "' is unknown; expected messages or plaintext"));
-  if (!plain && !chat) throw ConfigError("trainer", "SFT data with prompt_type messages needs a chat template (tokenizer_config.json)");
-  if (plain && !chat && !opt.eos_id)
-    throw ConfigError("trainer", "plaintext SFT without a chat template needs the EOS token id");
+  const bool plain = plaintext_format(opt, chat, "SFT");
   return convert(rows, opt, report, "sft", [&](const json& row) {
     buffer::Experience e;
     json msgs;
@@ -153,11 +162,7 @@ std::vector<buffer::Experience> dpo_experiences(const std::vector<buffer::RawRow
                                                 const tok::Tokenizer& tok, const tok::ChatFormatter* chat,
                                                 SftDataReport& report) {
   const auto& f = opt.format;
-  const bool plain = f.prompt_type == "plaintext";
-  if (!plain && f.prompt_type != "messages")
-    throw ConfigError("trainer", strcat("format.prompt_type '", f.prompt_type, "' is unknown; expected messages or plaintext"));
-  if (!plain && !chat) throw ConfigError("trainer", "DPO data with prompt_type messages needs a chat template");
-  if (plain && !chat && !opt.eos_id) throw ConfigError("trainer", "plaintext DPO without a chat template needs the EOS token id");
+  const bool plain = plaintext_format(opt, chat, "DPO");
   return convert(rows, opt, report, "dpo", [&](const json& row) {
     buffer::Experience e;
     std::vector<int32_t> ch, rj;
