@@ -146,4 +146,52 @@ void attention_forward_ref(float* out, float* lse, const float* q, const float* 
   }
 }
 
+void attention_backward_ref(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                            const float* k, const float* v, const int64_t* seq_start, int64_t b, AttnShape sh) {
+  // Recomputes p = softmax(s) from q and k (no saved lse), then for query row i:
+  //   dv_j += p_j dout_i;  dp_j = dout_i . v_j;  ds_j = p_j (dp_j - sum_l p_l dp_l);
+  //   dq_i += scale ds_j k_j;  dk_j += scale ds_j q_i.
+  const int64_t hs = sh.hs, nh = sh.nh, group = sh.nh / sh.nkv;
+  const int64_t ldq = nh * hs, ldk = sh.nkv * hs;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  for (int64_t bi = 0; bi < b; ++bi) {
+    const int64_t base = seq_start[bi], t = seq_start[bi + 1] - base;
+    for (int64_t h = 0; h < nh; ++h) {
+      const int64_t kvh = h / group;
+      for (int64_t i = 0; i < t; ++i) {
+        const float* qi = q + (base + i) * ldq + h * hs;
+        const float* gi = dout + (base + i) * ldq + h * hs;
+        std::vector<double> p(static_cast<size_t>(i + 1)), dp(static_cast<size_t>(i + 1));
+        double m = -1e300;
+        for (int64_t j = 0; j <= i; ++j) {
+          double acc = 0;
+          for (int64_t d = 0; d < hs; ++d) acc += static_cast<double>(qi[d]) * k[(base + j) * ldk + kvh * hs + d];
+          p[static_cast<size_t>(j)] = acc * scale;
+          m = std::max(m, acc * scale);
+        }
+        double sum = 0;
+        for (auto& x : p) sum += (x = std::exp(x - m));
+        double pdp = 0;
+        for (int64_t j = 0; j <= i; ++j) {
+          double& pj = p[static_cast<size_t>(j)];
+          pj /= sum;
+          double acc = 0;
+          for (int64_t d = 0; d < hs; ++d) acc += static_cast<double>(gi[d]) * v[(base + j) * ldk + kvh * hs + d];
+          dp[static_cast<size_t>(j)] = acc;
+          pdp += pj * acc;
+        }
+        for (int64_t j = 0; j <= i; ++j) {
+          const double pj = p[static_cast<size_t>(j)], ds = pj * (dp[static_cast<size_t>(j)] - pdp) * scale;
+          const int64_t kj = (base + j) * ldk + kvh * hs;
+          for (int64_t d = 0; d < hs; ++d) {
+            dv[kj + d] += static_cast<float>(pj * gi[d]);
+            dq[(base + i) * ldq + h * hs + d] += static_cast<float>(ds * k[kj + d]);
+            dk[kj + d] += static_cast<float>(ds * qi[d]);
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace trinity::tensor

@@ -27,8 +27,11 @@ void attention_backward(float* dq /*[N, NH*HS]*/, float* dk /*[N, NKV*HS]*/,
                         const float* q, const float* k, const float* v, const float* out,
                         const float* lse, const int64_t* seq_start, int64_t b, AttnShape s);
 
-// Naive double-precision reference (forward only; backward is checked by finite differences).
+// Naive double-precision references. The backward recomputes the probabilities from q and k and
+// accumulates (+=) like the fast kernel.
 void attention_forward_ref(float* out, float* lse, const float* q, const float* k, const float* v,
                            const int64_t* seq_start, int64_t b, AttnShape s);
+void attention_backward_ref(float* dq, float* dk, float* dv, const float* dout, const float* q,
+                            const float* k, const float* v, const int64_t* seq_start, int64_t b, AttnShape s);
 
 }  // namespace trinity::tensor

@@ -12,6 +12,24 @@ void embedding_forward_ref(float* out, const int32_t* ids, const float* wte, int
     for (int64_t j = 0; j < c; ++j) out[i * c + j] = wte[static_cast<int64_t>(ids[i]) * c + j];
 }
 
+void embedding_backward_ref(float* dwte, const float* dout, const int32_t* ids, int64_t n, int64_t c) {
+  // One double sum per table row over the rows that read it (repeated ids accumulate).
+  std::vector<double> acc(static_cast<size_t>(c));
+  std::vector<int32_t> seen;
+  for (int64_t i = 0; i < n; ++i) {
+    bool done = false;
+    for (int32_t s : seen) done |= s == ids[i];
+    if (done) continue;
+    seen.push_back(ids[i]);
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int64_t r = i; r < n; ++r)
+      if (ids[r] == ids[i])
+        for (int64_t j = 0; j < c; ++j) acc[static_cast<size_t>(j)] += dout[r * c + j];
+    for (int64_t j = 0; j < c; ++j)
+      dwte[static_cast<int64_t>(ids[i]) * c + j] += static_cast<float>(acc[static_cast<size_t>(j)]);
+  }
+}
+
 void rmsnorm_forward_ref(float* out, float* rstd, const float* in, const float* w, int64_t n,
                          int64_t c, float eps) {
   for (int64_t i = 0; i < n; ++i) {
@@ -52,6 +70,22 @@ void rope_forward_ref(float* x, const int32_t* pos, const float* cos_t, const fl
         const double x1 = v[j], x2 = v[j + half];
         v[j] = static_cast<float>(x1 * c - x2 * s);
         v[j + half] = static_cast<float>(x2 * c + x1 * s);
+      }
+    }
+}
+
+void rope_backward_ref(float* dx, const int32_t* pos, const float* cos_t, const float* sin_t,
+                       int64_t n, int64_t h, int64_t hs) {
+  // The forward is y = R x with R = [[c, -s], [s, c]] per pair; the gradient is dx = R^T dy.
+  const int64_t half = hs / 2;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t hh = 0; hh < h; ++hh) {
+      float* v = dx + (i * h + hh) * hs;
+      for (int64_t j = 0; j < half; ++j) {
+        const double c = cos_t[pos[i] * half + j], s = sin_t[pos[i] * half + j];
+        const double g1 = v[j], g2 = v[j + half];
+        v[j] = static_cast<float>(c * g1 + s * g2);
+        v[j + half] = static_cast<float>(-s * g1 + c * g2);
       }
     }
 }

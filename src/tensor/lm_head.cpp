@@ -157,4 +157,33 @@ void lm_head_forward_ref(float* logprob, float* entropy, const float* h, const f
   }
 }
 
+void lm_head_backward_ref(float* dh, float* dw, const float* dlogprob, const float* dentropy, const float* h,
+                          const float* w, const int32_t* target, HeadShape s) {
+  // z = inv_temp h W^T; dz_k = dlogprob ([k == t] - p_k) - dentropy p_k (log p_k + H);
+  // dh += inv_temp dz W;  dw += inv_temp dz^T h.
+  std::vector<double> z(static_cast<size_t>(s.v));
+  for (int64_t r = 0; r < s.m; ++r) {
+    double mx = -1e300;
+    for (int64_t k = 0; k < s.v; ++k) {
+      double acc = 0;
+      for (int64_t j = 0; j < s.c; ++j) acc += static_cast<double>(h[r * s.c + j]) * w[k * s.c + j];
+      z[static_cast<size_t>(k)] = acc * s.inv_temp;
+      mx = std::max(mx, z[static_cast<size_t>(k)]);
+    }
+    double sum = 0;
+    for (double x : z) sum += std::exp(x - mx);
+    const double lse = mx + std::log(sum);
+    double ent = 0;
+    for (double x : z) ent -= std::exp(x - lse) * (x - lse);
+    for (int64_t k = 0; k < s.v; ++k) {
+      const double logp = z[static_cast<size_t>(k)] - lse, p = std::exp(logp);
+      const double dz = dlogprob[r] * ((k == target[r] ? 1.0 : 0.0) - p) - dentropy[r] * p * (logp + ent);
+      for (int64_t j = 0; j < s.c; ++j) {
+        dh[r * s.c + j] += static_cast<float>(s.inv_temp * dz * w[k * s.c + j]);
+        if (dw) dw[k * s.c + j] += static_cast<float>(s.inv_temp * dz * h[r * s.c + j]);
+      }
+    }
+  }
+}
+
 }  // namespace trinity::tensor

@@ -31,8 +31,10 @@ void lm_head_backward(float* dh /*[M,C]*/, float* dw /*[V,C]*/, const float* dlo
                       const int32_t* target, const float* lse, const float* entropy, HeadShape s,
                       float* kept = nullptr);
 
-// Reference: full logits in double.
+// References: full logits in double. The backward accumulates (+=) as the fast one; dw may be null.
 void lm_head_forward_ref(float* logprob, float* entropy, const float* h, const float* w,
                          const int32_t* target, HeadShape s);
+void lm_head_backward_ref(float* dh, float* dw, const float* dlogprob, const float* dentropy, const float* h,
+                          const float* w, const int32_t* target, HeadShape s);
 
 }  // namespace trinity::tensor

@@ -71,6 +71,29 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
   }
 }
 
+TEST(Attention, BackwardMatchesReference) {
+  // Includes a sequence spanning several 64-row query blocks; gradients start non-zero (+=).
+  for (AttnCase c : {AttnCase{{0, 4, 11}, {4, 2, 8}}, AttnCase{{0, 3, 5, 9}, {3, 1, 6}},
+                     AttnCase{{0, 130, 137}, {4, 2, 8}}}) {
+    const int64_t n = c.n();
+    auto q = randn(static_cast<size_t>(n * c.sh.nh * c.sh.hs), 91);
+    auto k = randn(static_cast<size_t>(n * c.sh.nkv * c.sh.hs), 92);
+    auto v = randn(k.size(), 93);
+    std::vector<float> o(q.size()), l(static_cast<size_t>(n * c.sh.nh));
+    attention_forward(o.data(), l.data(), q.data(), k.data(), v.data(), c.seq_start.data(), c.b(), c.sh);
+    auto dout = randn(o.size(), 94);
+    auto dq = randn(q.size(), 95), dk = randn(k.size(), 96), dv = randn(v.size(), 97);
+    auto dqr = dq, dkr = dk, dvr = dv;
+    attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(),
+                       o.data(), l.data(), c.seq_start.data(), c.b(), c.sh);
+    attention_backward_ref(dqr.data(), dkr.data(), dvr.data(), dout.data(), q.data(), k.data(), v.data(),
+                           c.seq_start.data(), c.b(), c.sh);
+    expect_close(dq, dqr, 1e-4, "attention dq vs reference");
+    expect_close(dk, dkr, 1e-4, "attention dk vs reference");
+    expect_close(dv, dvr, 1e-4, "attention dv vs reference");
+  }
+}
+
 TEST(LmHead, ForwardMatchesReferenceAndChunksAgree) {
   HeadShape s{37, 16, 101, 1.0f / 0.7f};
   auto h = randn(static_cast<size_t>(s.m * s.c), 41), w = randn(static_cast<size_t>(s.v * s.c), 42, 0.5f);
@@ -101,6 +124,26 @@ TEST(LmHead, BackwardMatchesFiniteDifferences) {
   };
   expect_fd(h, dh, loss, "head dh", 1e-2, 2e-2, 100);
   expect_fd(w, dw, loss, "head dw", 1e-2, 2e-2, 100);
+}
+
+TEST(LmHead, BackwardMatchesReference) {
+  HeadShape s{37, 16, 101, 1.0f / 0.7f};
+  auto h = randn(static_cast<size_t>(s.m * s.c), 61), w = randn(static_cast<size_t>(s.v * s.c), 62, 0.5f);
+  std::vector<int32_t> t(static_cast<size_t>(s.m));
+  for (int64_t i = 0; i < s.m; ++i) t[static_cast<size_t>(i)] = static_cast<int32_t>((i * 13) % s.v);
+  auto dlp = randn(static_cast<size_t>(s.m), 63), dent = randn(static_cast<size_t>(s.m), 64);
+  std::vector<float> lp(static_cast<size_t>(s.m)), ent(lp.size()), lse(lp.size());
+  lm_head_forward(lp.data(), ent.data(), lse.data(), h.data(), w.data(), t.data(), s);
+  auto dh = randn(h.size(), 65), dw = randn(w.size(), 66);  // both accumulate (+=)
+  auto dhr = dh, dwr = dw, dh_frozen = dh;
+  lm_head_backward(dh.data(), dw.data(), dlp.data(), dent.data(), h.data(), w.data(), t.data(), lse.data(),
+                   ent.data(), s);
+  lm_head_backward_ref(dhr.data(), dwr.data(), dlp.data(), dent.data(), h.data(), w.data(), t.data(), s);
+  expect_close(dh, dhr, 1e-4, "head dh vs reference");
+  expect_close(dw, dwr, 1e-4, "head dw vs reference");
+  lm_head_backward(dh_frozen.data(), nullptr, dlp.data(), dent.data(), h.data(), w.data(), t.data(), lse.data(),
+                   ent.data(), s);
+  expect_close(dh_frozen, dhr, 1e-4, "head dh vs reference, frozen head");
 }
 
 TEST(LmHead, KeptLogitsModeEqualsRecompute) {

@@ -37,6 +37,10 @@ TEST(Kernels, EmbeddingForwardBackward) {
   auto dout = randn(out.size(), 5);
   std::vector<float> dwte(wte.size(), 0.0f);
   embedding_backward(dwte.data(), dout.data(), ids.data(), n, c);
+  std::vector<float> dref(wte.size(), 0.5f), dfast(wte.size(), 0.5f);  // both accumulate (+=)
+  embedding_backward_ref(dref.data(), dout.data(), ids.data(), n, c);
+  embedding_backward(dfast.data(), dout.data(), ids.data(), n, c);
+  expect_close(dfast, dref, 1e-6, "dwte vs reference (repeated ids)");
   expect_fd(wte, dwte, [&] {
     embedding_forward(out.data(), ids.data(), wte.data(), n, c);
     return dot(out, dout);
@@ -97,6 +101,9 @@ TEST(Kernels, RopeForwardBackward) {
   auto dy = randn(y.size(), 13);
   auto dx = dy;
   rope_backward(dx.data(), pos.data(), cs.data(), sn.data(), n, h, hs);
+  auto dxr = dy;
+  rope_backward_ref(dxr.data(), pos.data(), cs.data(), sn.data(), n, h, hs);
+  expect_close(dx, dxr, 1e-6, "rope dx vs reference");
   expect_fd(x, dx, [&] {
     auto t = x;
     rope_forward(t.data(), pos.data(), cs.data(), sn.data(), n, h, hs);
