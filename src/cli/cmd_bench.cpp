@@ -5,33 +5,19 @@
 // eval metrics per checkpoint. The config is re-loaded with mode=bench (stages.<last>.mode=bench) because derived
 // values depend on the mode. For a later stage, the base model is the previous stage's final
 // checkpoint when stage_meta.json records it (as `trinity run` chains stages).
-#include <unistd.h>
-
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "core/error.h"
+#include "core/signals.h"
 #include "cli/stage_util.h"
 #include "launcher/launcher.h"
 
 namespace trinity::cli {
 
 namespace {
-
-std::atomic<bool> g_bench_stop{false};
-std::atomic<int> g_bench_signals{0};
-
-void on_bench_signal(int sig) {
-  if (g_bench_signals.fetch_add(1) > 0) _exit(128 + sig);
-  g_bench_stop.store(true);
-  const char msg[] = "\ntrinity: stopping after the current evaluation (press Ctrl-C again to exit at once)\n";
-  const ssize_t w = write(2, msg, sizeof msg - 1);
-  (void)w;
-}
 
 // Eval metrics worth printing: the per-taskset means (not timings).
 bool shown(const std::string& k) { return k.find("/mean@") != std::string::npos && k.rfind("time/", 0) != 0; }
@@ -49,12 +35,8 @@ int cmd_bench(const Argv& argv) {
   std::string note;
   const config::Config c = r.stages.empty() ? r.config : stage_with_chained_model(r, r.stages.size() - 1, &note);
   if (!note.empty()) std::fprintf(stderr, "trinity: bench: %s\n", note.c_str());
-  struct sigaction sa {};
-  sa.sa_handler = on_bench_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  const launcher::StageSummary s = launcher::run_stage(c, &g_bench_stop);
+  StopSignals signals("stopping after the current evaluation");
+  const launcher::StageSummary s = launcher::run_stage(c, signals.flag());
 
   std::printf("bench of %s (%s): %zu evaluation%s in %.1f s\n", s.name.c_str(), s.job_dir.c_str(), s.evals.size(),
               s.evals.size() == 1 ? "" : "s", s.seconds);
@@ -63,7 +45,7 @@ int cmd_bench(const Argv& argv) {
     for (const auto& [k, v] : metrics)
       if (shown(k)) std::printf("  %-56s %.4f\n", k.c_str(), v);
   }
-  if (g_bench_stop.load()) {
+  if (signals.stopped()) {
     std::fprintf(stderr, "trinity: bench stopped before every checkpoint was evaluated\n");
     return 130;
   }

@@ -2,32 +2,18 @@
 // (src/launcher). SIGINT / SIGTERM ask for a clean stop (the trainer saves a resumable checkpoint,
 // the explorer drops unfinished steps); a second signal exits at once. Ends with a summary: eval
 // reward before and after, time, where the checkpoint and the logs are.
-#include <unistd.h>
-
-#include <atomic>
-#include <csignal>
 #include <cstdio>
 
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "core/file.h"
+#include "core/signals.h"
 #include "launcher/launcher.h"
 
 namespace trinity::cli {
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-std::atomic<int> g_signals{0};
-
-void on_signal(int sig) {
-  if (g_signals.fetch_add(1) > 0) _exit(128 + sig);
-  g_stop.store(true);
-  const char msg[] = "\ntrinity: stopping after the current step (press Ctrl-C again to exit at once)\n";
-  const ssize_t w = write(2, msg, sizeof msg - 1);
-  (void)w;
-}
 
 // The first eval metric that looks like a reward: <prefix>/<set>/{reward,accuracy,...}/mean@k.
 std::string main_metric(const std::map<std::string, double>& m) {
@@ -71,14 +57,10 @@ int cmd_run(const Argv& argv) {
   const Args a("run", argv, {"config", "set"});
   const config::LoadResult r = config::load_config(a.str("config"), a.all("set"));
   for (const auto& w : r.warnings) std::fprintf(stderr, "trinity: warning: %s\n", w.c_str());
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  const auto stages = launcher::run(r, &g_stop);
+  StopSignals signals("stopping after the current step");
+  const auto stages = launcher::run(r, signals.flag());
   print_summary(stages);
-  return g_stop.load() ? 130 : 0;
+  return signals.stopped() ? 130 : 0;
 }
 
 }  // namespace trinity::cli

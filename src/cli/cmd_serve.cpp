@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
+#include "core/signals.h"
 #include "engine/engine.h"
 #include "model/transformer.h"
 #include "server/server.h"
@@ -30,18 +31,6 @@
 namespace trinity::cli {
 
 namespace {
-
-int g_sig_pipe[2] = {-1, -1};
-
-std::atomic<int> g_signals{0};  // lock-free, so safe in a signal handler
-
-// A second signal while shutting down exits at once.
-void on_signal(int sig) {
-  if (g_signals.fetch_add(1) > 0) _exit(128 + sig);
-  const unsigned char b = static_cast<unsigned char>(sig);
-  const ssize_t w = write(g_sig_pipe[1], &b, 1);
-  (void)w;
-}
 
 }  // namespace
 
@@ -75,15 +64,10 @@ int cmd_serve(const Argv& argv) {
     if (!file::exists(file::join(dir, f)))
       throw IoError("serve", strcat("--model ", dir, " has no ", f, " (a served model needs its tokenizer and chat template)"));
 
-  // SIGINT/SIGTERM: an async-signal-safe handler writes the signal number to a pipe; a watcher
-  // thread reads it and stops the server. (A handler rather than sigwait: threads that exist
-  // before this point, e.g. the BLAS pool, would not have the signals blocked.)
-  if (pipe(g_sig_pipe) != 0) throw IoError("serve", "cannot create the signal pipe");
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // SIGINT/SIGTERM: the handler wakes a watcher thread that stops the server. (A handler rather
+  // than sigwait: threads that exist before this point, e.g. the BLAS pool, would not have the
+  // signals blocked.) A second signal while shutting down exits at once.
+  StopSignals signals("");
   std::signal(SIGPIPE, SIG_IGN);
 
   auto model = std::make_shared<model::Transformer>(model::Transformer::load(dir));
@@ -101,9 +85,7 @@ int cmd_serve(const Argv& argv) {
   const int bound = srv.bind();
 
   std::thread sig_thread([&] {
-    unsigned char sig = 0;
-    while (read(g_sig_pipe[0], &sig, 1) < 0 && errno == EINTR) {
-    }
+    const int sig = signals.wait();
     if (sig == 0) return;  // woken by the normal exit path
     log::info("serve: ", sig == SIGINT ? "SIGINT" : "SIGTERM", " received, shutting down");
     srv.stop();
@@ -112,8 +94,7 @@ int cmd_serve(const Argv& argv) {
               so.model_name.c_str(), static_cast<long long>(eng->max_model_len()));
   std::fflush(stdout);
   srv.run();
-  const unsigned char zero = 0;
-  if (write(g_sig_pipe[1], &zero, 1) < 0) log::warn("serve: cannot wake the signal thread");
+  signals.wake();
   sig_thread.join();
   srv.stop();
   eng.reset();
