@@ -1,7 +1,8 @@
 // `trinity debug loss --input IN.json --output OUT.json`: runs one algorithm (the YAML `algorithm:`
 // section, as JSON) on one batch of experiences and writes the loss, advantages, d(loss)/d(current
 // logprobs), d(loss)/d(entropy) and Trinity-named metrics. The whole input is one mini-batch; an
-// optional "micro_batch_size" splits it (the result is the same up to float rounding, batch.h).
+// optional "micro_batch_size" splits it (the result is the same up to float rounding, batch.h) and
+// "max_response_tokens" fixes the seq-mean-token-sum-norm length, as the trainer does.
 // Input and output formats: docs/algorithms.md ("Checking an algorithm").
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "algorithm/algorithm.h"
+#include "algorithm/minibatch.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
@@ -90,7 +92,7 @@ int debug_loss(const Argv& argv) {
   if (!in.is_object()) throw ValueError("debug loss", strcat(in_path, ": expected a JSON object"));
   for (auto it = in.begin(); it != in.end(); ++it) {
     static const std::vector<std::string> known = {"algorithm", "experiences", "current_logprobs", "entropy",
-                                                   "train_step", "seed", "micro_batch_size"};
+                                                   "train_step", "seed", "micro_batch_size", "max_response_tokens"};
     if (std::find(known.begin(), known.end(), it.key()) == known.end())
       throw ConfigError("debug loss", strcat(in_path, ": unknown top-level key '", it.key(),
                                              "'; valid keys are: ", algo::join_names(known)));
@@ -251,10 +253,14 @@ int debug_loss(const Argv& argv) {
     }
     int64_t mbs = in.value("micro_batch_size", Bo);
     if (mbs <= 0) throw ValueError("debug loss", strcat("micro_batch_size must be >= 1, got ", mbs));
+    const int64_t max_len = in.value("max_response_tokens", int64_t{0});
+    if (max_len < 0) throw ValueError("debug loss", strcat("max_response_tokens must be >= 0, got ", max_len));
     auto slice = [&](const std::vector<float>& v, int64_t b0, int64_t nb) {
       return v.empty() ? std::span<const float>() : std::span<const float>(v).subspan(static_cast<size_t>(b0 * T), static_cast<size_t>(nb * T));
     };
-    auto micro = [&](int64_t b0, int64_t nb) {
+    // The trainer's mini-batch glue (algo::minibatch_actor_loss) over fixed-size micro-batches.
+    auto micro = [&](int64_t b0, int64_t b1, bool) {
+      const int64_t nb = b1 - b0;
       algo::TokenBatch mb;
       mb.B = nb, mb.T = T;
       mb.logprob = slice(c, b0, nb), mb.old_logprob = slice(o, b0, nb), mb.ref_logprob = slice(rf, b0, nb);
@@ -263,21 +269,21 @@ int debug_loss(const Argv& argv) {
       mb.train_step = train_step.value_or(0);
       return mb;
     };
-    algo::Normalizer norm;
-    for (int64_t b0 = 0; b0 < Bo; b0 += mbs) norm += algo::Normalizer::of(micro(b0, std::min(mbs, Bo - b0)));
-    for (int64_t b0 = 0; b0 < Bo; b0 += mbs) {
-      const int64_t nb = std::min(mbs, Bo - b0);
-      const algo::LossOutput lo = alg.actor_loss(micro(b0, nb), norm);
-      loss += lo.loss;
-      metrics.merge(lo.metrics);
-      for (int64_t k = b0; k < b0 + nb; ++k) {
+    auto accumulate = [&](int64_t b0, int64_t b1, const algo::LossOutput& lo) {
+      for (int64_t k = b0; k < b1; ++k) {
         const size_t src = static_cast<size_t>(adv.rows[static_cast<size_t>(k)]);
         for (int64_t t = 0; t < T; ++t) {
           const size_t s = src * static_cast<size_t>(T) + static_cast<size_t>(t), d = static_cast<size_t>((k - b0) * T + t);
           dlogprob[s] += lo.dlogprob[d], dentropy[s] += lo.dentropy[d];
         }
       }
-    }
+    };
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (int64_t b0 = 0; b0 < Bo; b0 += mbs) ranges.emplace_back(b0, std::min(Bo, b0 + mbs));
+    const algo::MiniBatchLoss ml =
+        algo::minibatch_actor_loss(alg, ranges, static_cast<double>(max_len), micro, accumulate);
+    loss = ml.loss;
+    metrics.merge(ml.metrics);
   }
 
   out["loss"] = loss;

@@ -12,7 +12,7 @@
 #include "monitor/monitor.h"
 #include "monitor/progress.h"
 #include "sync/synchronizer.h"
-#include "trainer/experience_batch.h"
+#include "pipeline/advantages.h"
 
 namespace trinity::explorer {
 
@@ -120,7 +120,7 @@ void Explorer::finish_step(Pending& p) {
   Metrics m = monitor::gather_metrics(task_rows, "rollout");
   if (algo_ && algo_->advantage_location() == algo::AdvLocation::kExplorer && !exps.empty()) {
     Timer t;
-    for (auto& [k, v] : trainer::compute_advantages(*algo_, exps, rng_)) m[k] = v;
+    for (auto& [k, v] : pipeline::compute_advantages(*algo_, exps, rng_)) m[k] = v;
     m["time/experience_pipeline/group_advantage"] = t.seconds();
   }
   Timer tw;

@@ -1,13 +1,13 @@
-// Experience -> packed model batch + padded [B, T] algorithm arrays; explorer-side advantages.
+// Experience -> padded [B, T] algorithm arrays, micro-batch ranges, row selection.
 // See experience_batch.h for the row layout and the packed/padded correspondence.
-#include "trainer/experience_batch.h"
+#include "pipeline/experience_batch.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 
-namespace trinity::trainer {
+namespace trinity::pipeline {
 
 namespace {
 
@@ -34,23 +34,6 @@ int64_t ExperienceBatch::tokens(int64_t b0, int64_t b1) const {
   int64_t n = 0;
   for (int64_t b = b0; b < b1; ++b) n += static_cast<int64_t>(seqs[static_cast<size_t>(b)].size());
   return n;
-}
-
-model::Batch ExperienceBatch::packed(int64_t b0, int64_t b1) const {
-  model::Batch mb;
-  mb.seq_start.push_back(0);
-  for (int64_t b = b0; b < b1; ++b) {
-    const auto& s = seqs[static_cast<size_t>(b)];
-    const int64_t L = static_cast<int64_t>(s.size()), P = prompt_len[static_cast<size_t>(b)];
-    for (int64_t i = 0; i < L; ++i) {
-      mb.tokens.push_back(s[static_cast<size_t>(i)]);
-      mb.positions.push_back(static_cast<int32_t>(i));
-      // Row i predicts token i+1; only response tokens (index >= P) are targets.
-      mb.targets.push_back(i + 1 < L && i + 1 >= P ? s[static_cast<size_t>(i + 1)] : -1);
-    }
-    mb.seq_start.push_back(static_cast<int64_t>(mb.tokens.size()));
-  }
-  return mb;
 }
 
 std::vector<float> ExperienceBatch::scatter(const std::vector<float>& vals, int64_t b0, int64_t b1) const {
@@ -192,47 +175,4 @@ std::vector<float> select_rows(const std::vector<float>& padded, int64_t T, cons
   return out;
 }
 
-algo::AdvInput adv_input(const ExperienceBatch& eb) {
-  algo::AdvInput in;
-  in.B = eb.B, in.T = eb.T;
-  in.rewards = eb.rewards;
-  in.token_rewards = eb.token_rewards;
-  in.mask = eb.mask;
-  in.lengths = eb.lengths;
-  in.old_logprob = eb.old_logprob;
-  in.teacher_logprob = eb.teacher_logprob;
-  in.group = eb.group;
-  in.run = eb.run;
-  in.run_step = eb.run_step;
-  return in;
-}
-
-std::map<std::string, double> compute_advantages(algo::Algorithm& alg, std::vector<buffer::Experience>& exps,
-                                                 Rng& rng) {
-  std::map<std::string, double> metrics;
-  if (exps.empty()) return metrics;
-  if (alg.use_critic())
-    throw ConfigError("trainer", strcat("advantage_fn ", alg.advantage_fn_name(),
-                                        " reads critic values; it runs in the trainer, not the explorer"));
-  for (const auto& e : exps)
-    if (e.pending())
-      throw ValueError("experience_pipeline", strcat("experience ", e.eid.uid(), " has no reward yet (pending); "
-                                                     "advantages need every reward"));
-  const ExperienceBatch eb = make_batch(exps);
-  if (eb.dpo) throw ValueError("experience_pipeline", "advantages of DPO experiences are undefined");
-  const algo::AdvOutput out = alg.compute_advantages(adv_input(eb), rng);
-  std::vector<buffer::Experience> kept;
-  kept.reserve(out.rows.size());
-  for (int64_t r : out.rows) {
-    buffer::Experience e = exps[static_cast<size_t>(r)];
-    const int64_t R = eb.resp_len[static_cast<size_t>(r)];
-    e.advantages.assign(out.advantages.begin() + r * eb.T, out.advantages.begin() + r * eb.T + R);
-    e.returns.assign(out.returns.begin() + r * eb.T, out.returns.begin() + r * eb.T + R);
-    kept.push_back(std::move(e));
-  }
-  exps = std::move(kept);
-  for (const auto& [k, e] : out.metrics.entries()) metrics[k] = e.value;
-  return metrics;
-}
-
-}  // namespace trinity::trainer
+}  // namespace trinity::pipeline

@@ -1,23 +1,19 @@
-// Experiences -> what the trainer feeds the model and the algorithm. Row b of the batch is one
-// sequence (a DPO experience gives two rows: 2k = prompt + chosen, 2k+1 = prompt + rejected, the
-// layout the dpo loss reads). The packed model::Batch has targets = next token only where that token
-// is a response token (-1 elsewhere), so the model's logprob/entropy outputs, in row order, are
+// Experiences -> the padded token arrays the algorithm reads (explorer-side advantages and the
+// trainer share it). Row b of the batch is one sequence (a DPO experience gives two rows: 2k =
+// prompt + chosen, 2k+1 = prompt + rejected, the layout the dpo loss reads). The trainer packs rows
+// into a model batch (trainer/packed_batch.h) whose logprob/entropy outputs, in row order, are
 // exactly the response tokens of rows b0, b0+1, ... ("packed per-response-token" vectors, [Σ R_b]).
 // The algorithm reads padded row-major [B, T] arrays, T = longest response; scatter/gather convert.
 // Invariant: every row has prompt_length >= 1 (the first response token must be predicted).
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
-#include "algorithm/algorithm.h"
 #include "buffer/experience.h"
-#include "core/rng.h"
-#include "model/transformer.h"
 
-namespace trinity::trainer {
+namespace trinity::pipeline {
 
 struct ExperienceBatch {
   int64_t B = 0, T = 0;                        // rows, padded response length
@@ -38,8 +34,6 @@ struct ExperienceBatch {
 
   size_t at(int64_t b, int64_t t) const { return static_cast<size_t>(b * T + t); }
   int64_t tokens(int64_t b0, int64_t b1) const;     // Σ L_b over rows [b0, b1)
-  // Packed model batch of rows [b0, b1).
-  model::Batch packed(int64_t b0, int64_t b1) const;
   // Packed per-response-token values of rows [b0, b1) ([Σ R_b]) -> [(b1-b0), T] (zero padded).
   std::vector<float> scatter(const std::vector<float>& packed_vals, int64_t b0, int64_t b1) const;
   // [(b1-b0), T] -> packed [Σ R_b] of rows [b0, b1).
@@ -59,13 +53,4 @@ std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb,
 // Rows of a [B, T] array selected by `rows` (indices into B), -> [rows.size(), T].
 std::vector<float> select_rows(const std::vector<float>& padded, int64_t T, const std::vector<int64_t>& rows);
 
-// Explorer-side advantages (advantage_location() == kExplorer, e.g. GRPO) on one explore step's
-// experiences: fills advantages/returns, drops the rows the algorithm drops and appends the copies
-// it asks for (AdvOutput::rows). Returns the algorithm's metrics (experience_pipeline/*, critic/*).
-std::map<std::string, double> compute_advantages(algo::Algorithm& alg, std::vector<buffer::Experience>& exps,
-                                                 Rng& rng);
-
-// AdvInput over a batch (no ref/values/spans beyond what the batch has; caller may add them).
-algo::AdvInput adv_input(const ExperienceBatch& eb);
-
-}  // namespace trinity::trainer
+}  // namespace trinity::pipeline

@@ -305,6 +305,8 @@ def oracle(inp):
     lp = pad(inp["current_logprobs"], T).requires_grad_(True)
     H = pad(inp["entropy"], T).requires_grad_(True) if "entropy" in inp else None
     norm = Norm(m, expert)
+    if inp.get("max_response_tokens", 0) > 0:  # Dr. GRPO: a constant L in seq-mean-token-sum-norm
+        norm.max_len = float(inp["max_response_tokens"])
     agg_mode = alg.get("loss_agg_mode", "token-mean")
     pl_name = alg.get("policy_loss_fn", PRESET_PL[t])
     pa = dict(PRESET_PL_ARGS.get(t, {}))
@@ -475,6 +477,16 @@ def main():
             else:
                 close(got2["loss"], want["loss"], 1e-5, 1e-6, "loss(mb=2)", errs)
                 close(got2["dlogprob"], want["dlogprob"], 1e-5, 1e-6, "dlogprob(mb=2)", errs)
+        # A constant Dr. GRPO length L (the trainer's max_response_tokens) through the same glue.
+        if inp["algorithm"].get("loss_agg_mode") == "seq-mean-token-sum-norm":
+            fixed = dict(inp, max_response_tokens=37)
+            got3, err3 = run_cli(args.trinity, fixed, args.work, name + ".L37")
+            want3 = oracle(fixed)
+            if got3 is None:
+                errs.append("max_response_tokens=37 failed: " + err3.strip())
+            else:
+                close(got3["loss"], want3["loss"], 1e-5, 1e-6, "loss(L=37)", errs)
+                close(got3["dlogprob"], want3["dlogprob"], 1e-5, 1e-6, "dlogprob(L=37)", errs)
         if errs:
             failures += 1
             print(f"FAIL {name}:\n  " + "\n  ".join(errs[:8]))

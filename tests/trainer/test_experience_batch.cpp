@@ -6,11 +6,14 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "trainer/experience_batch.h"
+#include "pipeline/advantages.h"
+#include "pipeline/experience_batch.h"
+#include "trainer/packed_batch.h"
 #include "trainer_test_util.h"
 
 using namespace trinity;
 using namespace trinity::trainer;
+using namespace trinity::pipeline;
 
 namespace {
 
@@ -24,7 +27,7 @@ TEST(ExperienceBatch, TargetsOnlyAtResponsePositionsAndRowsAlign) {
   const ExperienceBatch eb = make_batch(exps);
   ASSERT_EQ(eb.B, 3);
   ASSERT_EQ(eb.T, 6);
-  const model::Batch pb = eb.packed(0, eb.B);
+  const model::Batch pb = trainer::packed_batch(eb, 0, eb.B);
   ASSERT_EQ(pb.rows(), 7 + 3 + 11);
   // The k-th row with a target predicts the k-th response token, in order.
   std::vector<int32_t> want;
@@ -64,7 +67,7 @@ TEST(ExperienceBatch, TargetsOnlyAtResponsePositionsAndRowsAlign) {
   EXPECT_EQ(eb.gather(pad2.data(), 1, 3), tail);
   // Sub-range packing equals the corresponding slice of model outputs.
   std::vector<float> lp2, ent2;
-  m.forward(eb.packed(1, 3), lp2, ent2);
+  m.forward(trainer::packed_batch(eb, 1, 3), lp2, ent2);
   ASSERT_EQ(lp2.size(), tail.size());
   for (size_t i = 0; i < tail.size(); ++i) EXPECT_NEAR(lp2[i], tail[i], 1e-5);
 }

@@ -6,12 +6,15 @@
 #include <cmath>
 
 #include "core/error.h"
-#include "trainer/experience_batch.h"
+#include "pipeline/advantages.h"
+#include "pipeline/experience_batch.h"
+#include "trainer/packed_batch.h"
 #include "trainer/trainer.h"
 #include "trainer_test_util.h"
 
 using namespace trinity;
 using namespace trinity::trainer;
+using namespace trinity::pipeline;
 
 namespace {
 
@@ -78,7 +81,7 @@ TEST(TrainStep, GrpoGradientEqualsHandBuiltLossGradient) {
   model::Transformer ref = test::tiny_model();
   const ExperienceBatch eb = make_batch(batch);
   std::vector<float> lp, ent;
-  ref.forward(eb.packed(0, eb.B), lp, ent, static_cast<float>(1.0 / temp));
+  ref.forward(trainer::packed_batch(eb, 0, eb.B), lp, ent, static_cast<float>(1.0 / temp));
   for (int64_t b = 0; b < eb.B; ++b)
     for (int64_t t = 0; t < eb.resp_len[static_cast<size_t>(b)]; ++t)
       batch[static_cast<size_t>(b)].logprobs[static_cast<size_t>(t)] =

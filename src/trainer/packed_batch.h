@@ -1,0 +1,17 @@
+// Rows of an ExperienceBatch -> the packed model batch the trainer runs forward/backward on. The
+// packed batch has targets = next token only where that token is a response token (-1 elsewhere),
+// so the model's logprob/entropy outputs, in row order, are exactly the response tokens of rows
+// b0, b0+1, ... (the packed per-response-token layout ExperienceBatch::scatter/gather convert).
+#pragma once
+
+#include <cstdint>
+
+#include "model/transformer.h"
+#include "pipeline/experience_batch.h"
+
+namespace trinity::trainer {
+
+// Packed model batch of rows [b0, b1).
+model::Batch packed_batch(const pipeline::ExperienceBatch& eb, int64_t b0, int64_t b1);
+
+}  // namespace trinity::trainer

@@ -1,0 +1,61 @@
+// The stages of PolicyTrainer::train_step (trainer.h) as plain functions over one StepBatch, so each
+// runs and is tested alone:
+//   prepare_step -> [policy_logprobs of the reference] -> [critic_values] -> advantages ->
+//   [update_critic] -> update_actor -> batch_stats
+// StepBatch carries the mini-batch between them: the experiences, their padded arrays (ExperienceBatch),
+// the micro-batch row ranges and the [B, T] reference logprobs / critic values when used.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "algorithm/algorithm.h"
+#include "buffer/experience.h"
+#include "model/transformer.h"
+#include "pipeline/experience_batch.h"
+#include "trainer/optimizer.h"
+#include "trainer/trainer.h"
+
+namespace trinity::trainer {
+
+struct StepBatch {
+  std::vector<buffer::Experience> exps;             // the mini-batch (after the advantage row selection)
+  pipeline::ExperienceBatch eb;                     // rows of exps, padded [B, T] arrays
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // micro-batches [b0, b1)
+  std::vector<float> ref_lp;                        // [B, T] reference logprobs; empty without a reference
+  std::vector<float> values;                        // [B, T] critic values at advantage time; empty without a critic
+};
+
+// Builds the padded batch and its micro-batches (token budget o.max_token_len_per_gpu, else
+// o.micro_batch_size rows). ValueError when the experiences do not fit the algorithm: DPO rows for a
+// non-DPO algorithm or the reverse, or no rollout logprobs for a loss that needs them.
+StepBatch prepare_step(std::vector<buffer::Experience> exps, const algo::Algorithm& alg, const TrainerOptions& o);
+
+// [B, T] logprobs of each response token under `m` with logits / temperature (1 / inv_temp),
+// one forward per micro-batch.
+std::vector<float> policy_logprobs(model::Transformer& m, const StepBatch& s, float inv_temp);
+// [B, T] values of the state before each response token (a value-head model).
+std::vector<float> critic_values(model::Transformer& critic, const StepBatch& s);
+
+// Trainer-side advantages (advantage_location() == kTrainer) from rewards, ref logprobs and values,
+// with Rng(seed); rows the advantage function drops or duplicates rebuild the batch and its
+// micro-batches. For explorer-side advantages: checks the experiences carry them and reports
+// critic/score and critic/advantages. Adds the algorithm's metrics (and time/adv) to m.
+void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const TrainerOptions& o, algo::Metrics& m);
+
+// The algorithm's TokenBatch of rows [b0, b1) without the current policy's arrays.
+algo::TokenBatch token_rows(const StepBatch& s, int64_t b0, int64_t b1, int64_t train_step);
+
+// o.ppo_epochs optimizer steps of the critic on the value loss (critic/* metrics of the last epoch).
+algo::Metrics update_critic(model::Transformer& critic, AdamW& opt, const algo::Algorithm& alg, const StepBatch& s,
+                            const TrainerOptions& o, int64_t step);
+// o.ppo_epochs optimizer steps of the actor on the algorithm's loss through algo::minibatch_actor_loss
+// (actor/* metrics averaged over epochs); a non-finite gradient norm skips that optimizer step.
+algo::Metrics update_actor(model::Transformer& actor, AdamW& opt, const algo::Algorithm& alg, const StepBatch& s,
+                           const TrainerOptions& o, int64_t step);
+
+// response_length/*, prompt_length/*, clip ratio, sample/model_version and perf/* token counts.
+void batch_stats(algo::Metrics& m, const StepBatch& s, const algo::Algorithm& alg, const TrainerOptions& o);
+
+}  // namespace trinity::trainer
