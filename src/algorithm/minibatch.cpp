@@ -4,8 +4,7 @@
 namespace trinity::algo {
 
 MiniBatchLoss minibatch_actor_loss(const Algorithm& alg, const std::vector<std::pair<int64_t, int64_t>>& ranges,
-                                   double max_len,
-                                   const std::function<TokenBatch(int64_t, int64_t, bool)>& rows,
+                                   double max_len, const std::function<TokenBatch(int64_t, int64_t, bool)>& rows,
                                    const std::function<void(int64_t, int64_t, const LossOutput&)>& on_loss) {
   Normalizer norm;
   for (auto [b0, b1] : ranges) norm += Normalizer::of(rows(b0, b1, false));

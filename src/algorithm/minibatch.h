@@ -25,8 +25,7 @@ struct MiniBatchLoss {
 // here; the spans must stay valid until on_loss returns). `on_loss(b0, b1, out)` receives each
 // micro-batch's gradients ([b1-b0, T]) in order. `max_len` > 0 overrides Normalizer::max_len.
 MiniBatchLoss minibatch_actor_loss(const Algorithm& alg, const std::vector<std::pair<int64_t, int64_t>>& ranges,
-                                   double max_len,
-                                   const std::function<TokenBatch(int64_t, int64_t, bool)>& rows,
+                                   double max_len, const std::function<TokenBatch(int64_t, int64_t, bool)>& rows,
                                    const std::function<void(int64_t, int64_t, const LossOutput&)>& on_loss);
 
 }  // namespace trinity::algo

@@ -9,10 +9,10 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/stage_util.h"
 #include "config/config.h"
 #include "core/error.h"
 #include "core/signals.h"
-#include "cli/stage_util.h"
 #include "launcher/launcher.h"
 
 namespace trinity::cli {

@@ -91,8 +91,9 @@ int debug_loss(const Argv& argv) {
   }
   if (!in.is_object()) throw ValueError("debug loss", strcat(in_path, ": expected a JSON object"));
   for (auto it = in.begin(); it != in.end(); ++it) {
-    static const std::vector<std::string> known = {"algorithm", "experiences", "current_logprobs", "entropy",
-                                                   "train_step", "seed", "micro_batch_size", "max_response_tokens"};
+    static const std::vector<std::string> known = {"algorithm",        "experiences",        "current_logprobs",
+                                                   "entropy",          "train_step",         "seed",
+                                                   "micro_batch_size", "max_response_tokens"};
     if (std::find(known.begin(), known.end(), it.key()) == known.end())
       throw ConfigError("debug loss", strcat(in_path, ": unknown top-level key '", it.key(),
                                              "'; valid keys are: ", algo::join_names(known)));

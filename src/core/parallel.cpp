@@ -25,7 +25,9 @@ std::atomic<int>& threads_ref() {
 }
 }  // namespace
 
-int num_threads() { return threads_ref().load(std::memory_order_relaxed); }
+int num_threads() {
+  return threads_ref().load(std::memory_order_relaxed);
+}
 
 void set_num_threads(int n) {
   n = n > 0 ? n : 1;

@@ -19,7 +19,8 @@ std::atomic<int> g_count{0}, g_first{0};
 int g_pipe[2] = {-1, -1};
 char g_message[256] = {0};
 size_t g_message_len = 0;
-struct sigaction g_old_int {}, g_old_term {};
+struct sigaction g_old_int {
+}, g_old_term{};
 std::atomic<bool> g_active{false};
 
 void on_signal(int sig) {
@@ -39,7 +40,8 @@ void on_signal(int sig) {
 
 StopSignals::StopSignals(std::string message) {
   if (g_active.exchange(true)) throw UnsupportedError("signals", "only one StopSignals may be active at a time");
-  const std::string m = message.empty() ? std::string() : "\ntrinity: " + message + " (press Ctrl-C again to exit at once)\n";
+  const std::string m =
+      message.empty() ? std::string() : "\ntrinity: " + message + " (press Ctrl-C again to exit at once)\n";
   g_message_len = std::min(m.size(), sizeof g_message);
   std::memcpy(g_message, m.data(), g_message_len);
   g_stop.store(false), g_count.store(0), g_first.store(0);
@@ -63,9 +65,13 @@ StopSignals::~StopSignals() {
   g_active.store(false);
 }
 
-const std::atomic<bool>* StopSignals::flag() const { return &g_stop; }
+const std::atomic<bool>* StopSignals::flag() const {
+  return &g_stop;
+}
 
-int StopSignals::signal_number() const { return g_first.load(); }
+int StopSignals::signal_number() const {
+  return g_first.load();
+}
 
 int StopSignals::wait() {
   unsigned char sig = 0;

@@ -20,7 +20,7 @@ class StopSignals {
 
   const std::atomic<bool>* flag() const;  // true once a signal arrived
   bool stopped() const { return flag()->load(); }
-  int signal_number() const;              // the first signal received, 0 if none
+  int signal_number() const;  // the first signal received, 0 if none
 
   // Blocks until a signal arrives (returns its number) or wake() is called (returns 0).
   int wait();

@@ -11,8 +11,8 @@
 #include "monitor/metrics_util.h"
 #include "monitor/monitor.h"
 #include "monitor/progress.h"
-#include "sync/synchronizer.h"
 #include "pipeline/advantages.h"
+#include "sync/synchronizer.h"
 
 namespace trinity::explorer {
 

@@ -26,10 +26,11 @@ std::map<std::string, double> compute_advantages(algo::Algorithm& alg, std::vect
   if (exps.empty()) return metrics;
   if (alg.use_critic())
     throw ConfigError("experience_pipeline", strcat("advantage_fn ", alg.advantage_fn_name(),
-                                        " reads critic values; it runs in the trainer, not the explorer"));
+                                                    " reads critic values; it runs in the trainer, not the explorer"));
   for (const auto& e : exps)
     if (e.pending())
-      throw ValueError("experience_pipeline", strcat("experience ", e.eid.uid(), " has no reward yet (pending); "
+      throw ValueError("experience_pipeline", strcat("experience ", e.eid.uid(),
+                                                     " has no reward yet (pending); "
                                                      "advantages need every reward"));
   const ExperienceBatch eb = make_batch(exps);
   if (eb.dpo) throw ValueError("experience_pipeline", "advantages of DPO experiences are undefined");

@@ -17,8 +17,7 @@ namespace trinity::pipeline {
 // Explorer-side advantages (advantage_location() == kExplorer, e.g. GRPO) on one explore step's
 // experiences: fills advantages/returns, drops the rows the algorithm drops and appends the copies
 // it asks for (AdvOutput::rows). Returns the algorithm's metrics (experience_pipeline/*, critic/*).
-std::map<std::string, double> compute_advantages(algo::Algorithm& alg, std::vector<buffer::Experience>& exps,
-                                                 Rng& rng);
+std::map<std::string, double> compute_advantages(algo::Algorithm& alg, std::vector<buffer::Experience>& exps, Rng& rng);
 
 // AdvInput over a batch (no ref/values/spans beyond what the batch has; caller may add them).
 algo::AdvInput adv_input(const ExperienceBatch& eb);

@@ -20,8 +20,8 @@ bool info_is_expert(const std::string& info) {
 }
 
 // Copies a per-response array of row b (length R) into padded [B, T] storage, checking its length.
-void put_row(std::vector<float>& dst, const std::vector<float>& src, int64_t b, int64_t T, int64_t R,
-             const char* field, const buffer::Experience& e) {
+void put_row(std::vector<float>& dst, const std::vector<float>& src, int64_t b, int64_t T, int64_t R, const char* field,
+             const buffer::Experience& e) {
   if (static_cast<int64_t>(src.size()) != R)
     throw ValueError("trainer", strcat("experience ", e.eid.uid(), ": ", field, " has ", src.size(),
                                        " values, expected the response length ", R));
@@ -90,7 +90,8 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
   eb.B = static_cast<int64_t>(eb.seqs.size());
   eb.resp_offset.push_back(0);
   for (int64_t b = 0; b < eb.B; ++b) {
-    const int64_t R = static_cast<int64_t>(eb.seqs[static_cast<size_t>(b)].size()) - eb.prompt_len[static_cast<size_t>(b)];
+    const int64_t R =
+        static_cast<int64_t>(eb.seqs[static_cast<size_t>(b)].size()) - eb.prompt_len[static_cast<size_t>(b)];
     eb.resp_len.push_back(R);
     eb.resp_offset.push_back(eb.resp_offset.back() + R);
     eb.T = std::max(eb.T, R);
@@ -139,7 +140,8 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
       if (has_adv && has(e.advantages)) put_row(eb.advantages, e.advantages, b, T, R, "advantages", e);
       if (has_ret && has(e.returns)) put_row(eb.returns, e.returns, b, T, R, "returns", e);
       if (has_tr && has(e.token_rewards)) put_row(eb.token_rewards, e.token_rewards, b, T, R, "token_rewards", e);
-      if (has_teacher && has(e.teacher_logprobs)) put_row(eb.teacher_logprob, e.teacher_logprobs, b, T, R, "teacher_logprobs", e);
+      if (has_teacher && has(e.teacher_logprobs))
+        put_row(eb.teacher_logprob, e.teacher_logprobs, b, T, R, "teacher_logprobs", e);
     }
     eb.rewards.push_back(static_cast<float>(e.reward.value_or(0.0)));
     eb.group.push_back(e.eid.tid());

@@ -16,24 +16,24 @@
 namespace trinity::pipeline {
 
 struct ExperienceBatch {
-  int64_t B = 0, T = 0;                        // rows, padded response length
-  std::vector<std::vector<int32_t>> seqs;      // [B][L_b] prompt + response tokens
-  std::vector<int64_t> prompt_len, resp_len;   // [B]
-  std::vector<int64_t> resp_offset;            // [B+1] row b's start in a packed response vector
-  std::vector<int64_t> source;                 // [B] index of the experience row b came from
+  int64_t B = 0, T = 0;                       // rows, padded response length
+  std::vector<std::vector<int32_t>> seqs;     // [B][L_b] prompt + response tokens
+  std::vector<int64_t> prompt_len, resp_len;  // [B]
+  std::vector<int64_t> resp_offset;           // [B+1] row b's start in a packed response vector
+  std::vector<int64_t> source;                // [B] index of the experience row b came from
   // [B, T], zero padded. old_logprob/mask always present; the others empty unless every
   // (non-DPO) experience has them.
   std::vector<float> old_logprob, mask, advantages, returns, token_rewards, teacher_logprob;
-  std::vector<float> rewards;                  // [B] (pending reward -> 0)
-  std::vector<std::string> group, run;         // [B] eid.tid(), eid.rid()
-  std::vector<int64_t> run_step, lengths;      // [B] eid.step, response length
-  std::vector<int64_t> model_version;          // [B]
-  std::vector<uint8_t> is_expert;              // [B] info.is_expert (mix / mix_chord)
+  std::vector<float> rewards;              // [B] (pending reward -> 0)
+  std::vector<std::string> group, run;     // [B] eid.tid(), eid.rid()
+  std::vector<int64_t> run_step, lengths;  // [B] eid.step, response length
+  std::vector<int64_t> model_version;      // [B]
+  std::vector<uint8_t> is_expert;          // [B] info.is_expert (mix / mix_chord)
   bool dpo = false;
-  bool has_old_logprob = false;                // every (non-DPO) experience has rollout logprobs
+  bool has_old_logprob = false;  // every (non-DPO) experience has rollout logprobs
 
   size_t at(int64_t b, int64_t t) const { return static_cast<size_t>(b * T + t); }
-  int64_t tokens(int64_t b0, int64_t b1) const;     // Σ L_b over rows [b0, b1)
+  int64_t tokens(int64_t b0, int64_t b1) const;  // Σ L_b over rows [b0, b1)
   // Packed per-response-token values of rows [b0, b1) ([Σ R_b]) -> [(b1-b0), T] (zero padded).
   std::vector<float> scatter(const std::vector<float>& packed_vals, int64_t b0, int64_t b1) const;
   // [(b1-b0), T] -> packed [Σ R_b] of rows [b0, b1).
@@ -47,8 +47,8 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps);
 // Contiguous row ranges [b0, b1) in order: greedily up to `max_tokens` tokens per range (a longer
 // row gets a range of its own) when max_tokens > 0, else `max_rows` rows (<= 0: one range). `pair`
 // keeps ranges even-sized (DPO pairs stay together).
-std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens,
-                                                      int64_t max_rows, bool pair = false);
+std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens, int64_t max_rows,
+                                                      bool pair = false);
 
 // Rows of a [B, T] array selected by `rows` (indices into B), -> [rows.size(), T].
 std::vector<float> select_rows(const std::vector<float>& padded, int64_t T, const std::vector<int64_t>& rows);

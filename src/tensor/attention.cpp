@@ -146,8 +146,8 @@ void attention_forward_ref(float* out, float* lse, const float* q, const float* 
   }
 }
 
-void attention_backward_ref(float* dq, float* dk, float* dv, const float* dout, const float* q,
-                            const float* k, const float* v, const int64_t* seq_start, int64_t b, AttnShape sh) {
+void attention_backward_ref(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                            const float* v, const int64_t* seq_start, int64_t b, AttnShape sh) {
   // Recomputes p = softmax(s) from q and k (no saved lse), then for query row i:
   //   dv_j += p_j dout_i;  dp_j = dout_i . v_j;  ds_j = p_j (dp_j - sum_l p_l dp_l);
   //   dq_i += scale ds_j k_j;  dk_j += scale ds_j q_i.

@@ -31,7 +31,7 @@ void attention_backward(float* dq /*[N, NH*HS]*/, float* dk /*[N, NKV*HS]*/,
 // accumulates (+=) like the fast kernel.
 void attention_forward_ref(float* out, float* lse, const float* q, const float* k, const float* v,
                            const int64_t* seq_start, int64_t b, AttnShape s);
-void attention_backward_ref(float* dq, float* dk, float* dv, const float* dout, const float* q,
-                            const float* k, const float* v, const int64_t* seq_start, int64_t b, AttnShape s);
+void attention_backward_ref(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                            const float* v, const int64_t* seq_start, int64_t b, AttnShape s);
 
 }  // namespace trinity::tensor

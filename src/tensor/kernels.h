@@ -61,8 +61,8 @@ void rmsnorm_backward_ref(float* din, float* dw, const float* dout, const float*
                           const float* w, const float* rstd, int64_t n, int64_t c);
 void rope_forward_ref(float* x, const int32_t* pos, const float* cos_t, const float* sin_t,
                       int64_t n, int64_t h, int64_t hs);
-void rope_backward_ref(float* dx, const int32_t* pos, const float* cos_t, const float* sin_t,
-                       int64_t n, int64_t h, int64_t hs);
+void rope_backward_ref(float* dx, const int32_t* pos, const float* cos_t, const float* sin_t, int64_t n, int64_t h,
+                       int64_t hs);
 void swiglu_forward_ref(float* out, const float* gate, const float* up, int64_t n_elems);
 void swiglu_backward_ref(float* dgate, float* dup, const float* dout, const float* gate,
                          const float* up, int64_t n_elems);

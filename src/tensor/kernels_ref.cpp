@@ -74,8 +74,8 @@ void rope_forward_ref(float* x, const int32_t* pos, const float* cos_t, const fl
     }
 }
 
-void rope_backward_ref(float* dx, const int32_t* pos, const float* cos_t, const float* sin_t,
-                       int64_t n, int64_t h, int64_t hs) {
+void rope_backward_ref(float* dx, const int32_t* pos, const float* cos_t, const float* sin_t, int64_t n, int64_t h,
+                       int64_t hs) {
   // The forward is y = R x with R = [[c, -s], [s, c]] per pair; the gradient is dx = R^T dy.
   const int64_t half = hs / 2;
   for (int64_t i = 0; i < n; ++i)

@@ -60,7 +60,8 @@ StepBatch prepare_step(std::vector<buffer::Experience> exps, const algo::Algorit
   s.exps = std::move(exps);
   const Schema schema = alg.schema();
   if (schema == Schema::kDpo && !s.eb.dpo)
-    throw ValueError("trainer", strcat("algorithm ", alg.type(), " trains on DPO experiences (chosen + rejected "
+    throw ValueError("trainer", strcat("algorithm ", alg.type(),
+                                       " trains on DPO experiences (chosen + rejected "
                                        "token ids), got experiences without them"));
   if (schema != Schema::kDpo && s.eb.dpo)
     throw ValueError("trainer", strcat("algorithm ", alg.type(), " cannot train on DPO (chosen/rejected) experiences"));
@@ -100,7 +101,8 @@ void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const Trainer
   if (loc != AdvLocation::kTrainer) {
     if (alg.schema() != Schema::kExperience) return;
     if (loc == AdvLocation::kExplorer && eb.advantages.empty() && (alg.loss_needs() & algo::kNeedAdvantages))
-      throw ValueError("trainer", strcat("algorithm ", alg.type(), " computes advantages in the explorer, but the "
+      throw ValueError("trainer", strcat("algorithm ", alg.type(),
+                                         " computes advantages in the explorer, but the "
                                          "experiences carry none (run pipeline::compute_advantages in the explorer)"));
     stats(m, "critic/score", std::vector<double>(eb.rewards.begin(), eb.rewards.end()));
     std::vector<double> av;
@@ -251,8 +253,8 @@ void batch_stats(algo::Metrics& m, const StepBatch& s, const algo::Algorithm& al
   stats(m, "response_length", rl);
   stats(m, "prompt_length", pl);
   if (o.max_response_tokens > 0) {
-    const auto clipped = std::count_if(rl.begin(), rl.end(),
-                                       [&](double x) { return x >= static_cast<double>(o.max_response_tokens); });
+    const auto clipped =
+        std::count_if(rl.begin(), rl.end(), [&](double x) { return x >= static_cast<double>(o.max_response_tokens); });
     m.set("response_length/clip_ratio", static_cast<double>(clipped) / static_cast<double>(eb.B));
   }
   if (alg.schema() == Schema::kExperience) stats(m, "sample/model_version", mv);

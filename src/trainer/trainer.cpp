@@ -15,7 +15,6 @@
 
 namespace trinity::trainer {
 
-
 model::Transformer clone(const model::Transformer& m) {
   model::Transformer c(m.config(), m.head());
   std::memcpy(c.params(), m.params(), sizeof(float) * static_cast<size_t>(m.num_params()));

@@ -73,8 +73,8 @@ TEST(Attention, BackwardMatchesFiniteDifferences) {
 
 TEST(Attention, BackwardMatchesReference) {
   // Includes a sequence spanning several 64-row query blocks; gradients start non-zero (+=).
-  for (AttnCase c : {AttnCase{{0, 4, 11}, {4, 2, 8}}, AttnCase{{0, 3, 5, 9}, {3, 1, 6}},
-                     AttnCase{{0, 130, 137}, {4, 2, 8}}}) {
+  for (AttnCase c :
+       {AttnCase{{0, 4, 11}, {4, 2, 8}}, AttnCase{{0, 3, 5, 9}, {3, 1, 6}}, AttnCase{{0, 130, 137}, {4, 2, 8}}}) {
     const int64_t n = c.n();
     auto q = randn(static_cast<size_t>(n * c.sh.nh * c.sh.hs), 91);
     auto k = randn(static_cast<size_t>(n * c.sh.nkv * c.sh.hs), 92);
@@ -84,8 +84,8 @@ TEST(Attention, BackwardMatchesReference) {
     auto dout = randn(o.size(), 94);
     auto dq = randn(q.size(), 95), dk = randn(k.size(), 96), dv = randn(v.size(), 97);
     auto dqr = dq, dkr = dk, dvr = dv;
-    attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(),
-                       o.data(), l.data(), c.seq_start.data(), c.b(), c.sh);
+    attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), o.data(), l.data(),
+                       c.seq_start.data(), c.b(), c.sh);
     attention_backward_ref(dqr.data(), dkr.data(), dvr.data(), dout.data(), q.data(), k.data(), v.data(),
                            c.seq_start.data(), c.b(), c.sh);
     expect_close(dq, dqr, 1e-4, "attention dq vs reference");
@@ -136,8 +136,8 @@ TEST(LmHead, BackwardMatchesReference) {
   lm_head_forward(lp.data(), ent.data(), lse.data(), h.data(), w.data(), t.data(), s);
   auto dh = randn(h.size(), 65), dw = randn(w.size(), 66);  // both accumulate (+=)
   auto dhr = dh, dwr = dw, dh_frozen = dh;
-  lm_head_backward(dh.data(), dw.data(), dlp.data(), dent.data(), h.data(), w.data(), t.data(), lse.data(),
-                   ent.data(), s);
+  lm_head_backward(dh.data(), dw.data(), dlp.data(), dent.data(), h.data(), w.data(), t.data(), lse.data(), ent.data(),
+                   s);
   lm_head_backward_ref(dhr.data(), dwr.data(), dlp.data(), dent.data(), h.data(), w.data(), t.data(), s);
   expect_close(dh, dhr, 1e-4, "head dh vs reference");
   expect_close(dw, dwr, 1e-4, "head dw vs reference");

@@ -57,8 +57,10 @@ TEST(TrainStages, PolicyLogprobsDoNotDependOnTheMicroBatchSplit) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_NEAR(a[i], b[i], 1e-5) << i;
-    if (s.eb.mask[i] == 0) EXPECT_EQ(b[i], 0.0f) << "padding stays zero at " << i;
-    else EXPECT_LT(b[i], 0.0f) << "a logprob at " << i;
+    if (s.eb.mask[i] == 0)
+      EXPECT_EQ(b[i], 0.0f) << "padding stays zero at " << i;
+    else
+      EXPECT_LT(b[i], 0.0f) << "a logprob at " << i;
   }
 }
 
