@@ -272,7 +272,7 @@ bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadR
     std::vector<int64_t> ids;
     const auto& rb = cfg_.replay_buffer;
     if (!rb.enable) {
-      Stmt sel(db_->db, strcat("SELECT id FROM ", t, " WHERE ", filter, " ORDER BY consumed ASC, id DESC LIMIT ?"),
+      Stmt sel(db_->db, strcat("SELECT id FROM ", t, " WHERE ", filter, " ORDER BY consumed ASC, id ASC LIMIT ?"),
                describe());
       int k = 1;
       sel.bind(k++, now);

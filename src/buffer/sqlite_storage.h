@@ -2,7 +2,8 @@
 // processes on one machine reading and writing the same file. Row life cycle (column `status`):
 //   pending (reward NULL) -> ready -> leased (by a read, in the same transaction) -> done (ack)
 //   leased -> ready again on release() or when lease_expires passes (consumed is decremented back).
-// Read order as Trinity: ready rows, consumed ASC, id DESC (newest first, least consumed first); with
+// Read order: ready rows, consumed ASC, id ASC (least consumed first, then in write order; Trinity reads
+// id DESC, newest first, which makes a resumed or lagging trainer train explore steps out of order); with
 // replay: priority_fn over (model_version, consumed) and reuse after reuse_cooldown_time via available_at.
 // Writes are one transaction per batch (all or none); a uid is stored once (re-writes are ignored).
 #pragma once

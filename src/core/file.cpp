@@ -2,6 +2,7 @@
 #include "core/file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "core/error.h"
 
@@ -68,6 +70,47 @@ void write_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(tmp.c_str());
     throw IoError("file", strcat("cannot rename '", tmp, "' to '", path, "': ", std::strerror(e)));
   }
+}
+
+namespace {
+
+// The pid of a "<name>.tmp.<pid>" path component, or -1.
+long tmp_owner(const std::string& name) {
+  const size_t p = name.rfind(".tmp.");
+  if (p == std::string::npos || p == 0 || p + 5 >= name.size()) return -1;
+  long pid = 0;
+  for (size_t i = p + 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || pid > 1'000'000'000) return -1;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid;
+}
+
+int64_t remove_stale(const std::filesystem::path& dir, int depth) {
+  namespace fs = std::filesystem;
+  int64_t n = 0;
+  std::error_code ec;
+  std::vector<fs::path> subdirs;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path p = it->path();
+    const long pid = tmp_owner(p.filename().string());
+    // Ours cannot be in progress (nothing is written before this runs); another live pid may be.
+    if (pid > 0 && (pid == ::getpid() || (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH))) {
+      std::error_code rm;
+      if (fs::remove_all(p, rm) > 0 && !rm) ++n;
+      continue;
+    }
+    if (depth > 0 && it->is_directory(ec) && !it->is_symlink(ec)) subdirs.push_back(p);
+  }
+  for (const auto& d : subdirs) n += remove_stale(d, depth - 1);
+  return n;
+}
+
+}  // namespace
+
+int64_t remove_stale_temporaries(const std::string& dir, int max_depth) {
+  if (!is_dir(dir)) return 0;
+  return remove_stale(dir, max_depth);
 }
 
 std::string join(const std::string& dir, const std::string& name) {

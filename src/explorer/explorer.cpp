@@ -79,7 +79,9 @@ bool Explorer::restore() {
     step_ = saved_step_ = j.at("latest_iteration").get<int64_t>();
     written_ = j.value("experiences_written", int64_t{0});
     if (tasks_ && j.contains("taskset_states")) tasks_->load_state(j.at("taskset_states").dump());
-  } catch (const json::exception& e) {
+    if (j.contains("written_at"))
+      for (const auto& [k, v] : j.at("written_at").items()) written_at_[std::stoll(k)] = v.get<int64_t>();
+  } catch (const std::exception& e) {  // json errors and std::stoll of a bad key
     throw IoError("explorer", strcat(path, ": not a valid explorer state: ", e.what()));
   }
   written_at_[step_] = written_;
@@ -94,6 +96,13 @@ void Explorer::save_state() {
             {"experiences_written", written_},
             {"model_version", model_->engine->model_version()}};
   if (tasks_) j["taskset_states"] = json::parse(saved_tasks_state_);
+  // Experiences written up to each recent step: a resumed explorer waits for the weights version an
+  // uninterrupted run would have had (sync points look back sync_offset steps).
+  json wa = json::object();
+  const int64_t keep = opts_.sync_offset + opts_.sync_interval + 1;
+  for (auto it = written_at_.lower_bound(saved_step_ - keep); it != written_at_.end() && it->first <= saved_step_; ++it)
+    wa[std::to_string(it->first)] = it->second;
+  j["written_at"] = std::move(wa);
   file::make_dirs(opts_.job_dir);
   file::write_atomic(file::join(opts_.job_dir, "explorer_meta.json"), j.dump(1));
 }
@@ -158,7 +167,29 @@ void Explorer::finish_step(Pending& p) {
   }
 }
 
-bool Explorer::sync_weights(int64_t step) {
+// A resumed explorer (step_ > 0) first takes the weights an uninterrupted run would have used for its
+// next step: those of its last sync point at or before step_. Without this the first explore steps
+// after a resume ran on the trainer's checkpoint, up to save_interval versions stale.
+bool Explorer::sync_on_resume() {
+  const int64_t interval = std::max<int64_t>(1, opts_.sync_interval);
+  if (step_ <= opts_.sync_offset) return true;
+  const int64_t sp = step_ - (step_ - opts_.sync_offset) % interval;
+  const int64_t have = model_->engine->model_version();
+  // The trainer can only get as far as the experiences still in the buffer take it (an in-memory
+  // queue lost those of the crashed run: then there is nothing to wait for).
+  int64_t reachable = have;
+  if (out_) {
+    const buffer::StorageStats st = out_->stats();
+    reachable = have + (st.ready + st.leased) / std::max<int64_t>(1, opts_.train_batch_size);
+  }
+  log::info("explorer: resumed at step ", step_, " with weights version ", have,
+            "; waiting for the version of sync point ", sp, " before exploring on");
+  const bool ok = sync_weights(sp, false, reachable);
+  log::info("explorer: exploring step ", step_ + 1, " with weights version ", model_->engine->model_version());
+  return ok;
+}
+
+bool Explorer::sync_weights(int64_t step, bool log_wait, int64_t max_want) {
   if (!sync_) return true;
   // The version the trainer can reach with the data written up to step - sync_offset.
   const int64_t upto = step - opts_.sync_offset;
@@ -166,7 +197,7 @@ bool Explorer::sync_weights(int64_t step) {
   auto it = written_at_.upper_bound(upto);
   if (it != written_at_.begin()) written = std::prev(it)->second;
   const int64_t tbs = std::max<int64_t>(1, opts_.train_batch_size);
-  const int64_t want = written / tbs;
+  const int64_t want = std::min(written / tbs, max_want);
   const int64_t have = model_->engine->model_version();
   if (!opts_.sync_blocking) {
     sync::Weights w;
@@ -179,7 +210,7 @@ bool Explorer::sync_weights(int64_t step) {
   sync::Weights w;
   const sync::WaitStatus st = sync_->wait_for(want, have, opts_.sync_timeout, &w);
   if (w.model && w.version > have) model_->set_weights(w.model, w.version);
-  if (monitor_) monitor_->log({{"time/wait_sync", t.seconds()}}, step);
+  if (monitor_ && log_wait) monitor_->log({{"time/wait_sync", t.seconds()}}, step);
   if (st == sync::WaitStatus::kOk) return true;
   if (st == sync::WaitStatus::kTrainerDone) {
     std::string err;
@@ -190,10 +221,11 @@ bool Explorer::sync_weights(int64_t step) {
     }
     return false;
   }
-  throw Error("explorer", strcat("waited synchronizer.sync_timeout = ", opts_.sync_timeout,
-                                 " s for weights version ", want, " at explore step ", step,
-                                 " (have version ", have, "; trainer state: ",
-                                 sync::peer_state_name(sync_->state("trainer", nullptr)), ")"));
+  std::string terr;
+  const sync::PeerState tst = sync_->state("trainer", &terr);
+  throw Error("explorer", strcat("waited synchronizer.sync_timeout = ", opts_.sync_timeout, " s for weights version ",
+                                 want, " at explore step ", step, " (have version ", have,
+                                 "; trainer state: ", sync::peer_state_name(tst), terr.empty() ? "" : ": ", terr, ")"));
 }
 
 Metrics Explorer::evaluate(int64_t step, const std::string& prefix) {
@@ -238,6 +270,7 @@ ExplorerSummary Explorer::run() {
   if (opts_.progress && tasks_)
     bar = std::make_unique<monitor::ProgressBar>("explore", tasks_->max_steps());
   bool trainer_done = false;
+  if (step_ > 0 && tasks_ && opts_.sync_with_trainer && sync_) trainer_done = !sync_on_resume();
   while (tasks_ && !stopping() && !trainer_done) {
     auto batch = tasks_->next_batch();
     if (!batch) break;

@@ -99,7 +99,10 @@ class Explorer {
     double t0 = 0;
   };
   void finish_step(Pending& p);
-  bool sync_weights(int64_t step);  // false: the trainer is done, stop exploring
+  // false: the trainer is done, stop exploring. log_wait: log time/wait_sync at `step`; max_want caps
+  // the version waited for.
+  bool sync_weights(int64_t step, bool log_wait = true, int64_t max_want = INT64_MAX);
+  bool sync_on_resume();
   void save_state();
   uint64_t task_seed(int64_t step, int64_t task) const;
 

@@ -234,6 +234,14 @@ void print_eval(const std::string& label, const std::map<std::string, double>& m
       std::fprintf(stderr, "[%s] %s = %.4f\n", label.c_str(), k.c_str(), v);
 }
 
+// A resumed role logs the steps from `from_step` on again: drop what an earlier run logged for them.
+void drop_superseded(monitor::Monitor& mon, int64_t from_step) {
+  const int64_t n = mon.resume(from_step);
+  if (n > 0)
+    log::info(mon.role(), ": resuming at step ", from_step, "; dropped ", n,
+              " metric lines an earlier run logged for steps it will log again");
+}
+
 struct TrainerSide {
   std::unique_ptr<trainer::PolicyTrainer> tr;
   int64_t start_step = 0;
@@ -285,6 +293,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   TrainerSide ts;
   if (with_trainer) {
     ts = make_trainer(c, planned_train_steps(c, explore_steps, std::nullopt));
+    drop_superseded(tmon, ts.start_step + 1);
     if (!ts.source_state.empty()) {
       // restored by the trainer's batch source (rl_source) below
     } else if (c.continue_from_checkpoint && (ebc.storage_type == "sql" || ebc.storage_type == "sqlite")) {
@@ -320,6 +329,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
                                               storage.get(), &emon, sync.get(), stop);
     ex->set_auxiliary_models(auxiliary_models(c));
     if (c.continue_from_checkpoint) ex->restore();
+    drop_superseded(emon, ex->step() == 0 ? 0 : ex->step() + 1);  // step 0: the startup eval runs again
     sync->set_state("explorer", sync::PeerState::kRunning);
   }
 
@@ -388,6 +398,7 @@ StageSummary run_train_dataset(const config::Config& c, const std::atomic<bool>*
   auto data = dataset_experiences(c, c.buffer.trainer_input.experience_buffer, c.schema_type == "dpo", *chat, eos);
   auto src = dataset_source(std::move(data), c.buffer.train_batch_size, c.buffer.total_epochs);
   TrainerSide ts = make_trainer(c, planned_train_steps(c, 0, src->total_steps()));
+  drop_superseded(tmon, ts.start_step + 1);
   if (!ts.source_state.empty()) src->load_state(ts.source_state);
   TrainLoopOptions lo = loop_options(c);
   TrainLoopResult r = train_loop(*ts.tr, *src, lo, ts.start_step, &tmon, nullptr, stop);
@@ -400,6 +411,7 @@ StageSummary run_train_dataset(const config::Config& c, const std::atomic<bool>*
 StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   StageSummary s;
   monitor::Monitor mon(c.job_dir(), "bench", c.monitor.monitor_type);
+  drop_superseded(mon, 0);  // bench evaluates everything again
   auto base = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
   auto rm = rollout_model(c, base, 0);
   auto opts = explorer_options(c);
@@ -477,6 +489,8 @@ StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop)
     log::warn("continue_from_checkpoint is false and ", old, " is not empty: this run is named '", c.name, "'");
   }
   file::make_dirs(c.job_dir());
+  if (const int64_t n = file::remove_stale_temporaries(c.job_dir()))
+    log::info("removed ", n, " temporary file(s) left in ", c.job_dir(), " by a killed run");
   log::info("stage '", c.name, "': mode ", c.mode, ", algorithm ", c.algorithm.algorithm_type, ", job dir ", c.job_dir());
   Timer timer;
   StageSummary s;

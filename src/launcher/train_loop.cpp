@@ -29,6 +29,7 @@ class StorageSource : public BatchSource {
   bool next(std::vector<buffer::Experience>& out, int64_t step) override {
     for (const auto& l : leases_) s_->renew(l);
     Timer waited;
+    next_status_s_ = 0;
     for (;;) {
       if (stop_ && stop_->load()) return false;
       buffer::ReadRequest r;
@@ -47,7 +48,19 @@ class StorageSource : public BatchSource {
       // Timeout: is anyone still writing?
       std::string err;
       const sync::PeerState ps = sync_ ? sync_->state("explorer", &err) : sync::PeerState::kUnknown;
-      if (ps == sync::PeerState::kFinished || ps == sync::PeerState::kFailed || ps == sync::PeerState::kGone) {
+      const bool peer_down = ps == sync::PeerState::kFailed || ps == sync::PeerState::kGone;
+      if (peer_down && sync_->peers_can_restart()) {
+        // Two processes: the explorer can be restarted alone and resumes writing; wait for it until
+        // max_read_timeout instead of ending the run on a partial batch.
+        if (waited.seconds() >= next_status_s_) {
+          log::warn("trainer: the explorer has ", ps == sync::PeerState::kGone ? "gone" : "failed",
+                    err.empty() ? "" : " (", err, err.empty() ? "" : ")", "; waiting up to ",
+                    static_cast<int64_t>(std::max(0.0, max_wait_ - waited.seconds())),
+                    " s more (buffer.trainer_input.experience_buffer.max_read_timeout) for an explorer process to "
+                    "resume this job: start `trinity run` with mode explore again");
+          next_status_s_ = waited.seconds() + 30;
+        }
+      } else if (ps == sync::PeerState::kFinished || peer_down) {
         r.allow_partial = true;
         r.timeout_s = 0.2;
         res = s_->read(r);
@@ -87,6 +100,7 @@ class StorageSource : public BatchSource {
   std::optional<int64_t> staleness_;
   const std::atomic<bool>* stop_;
   std::vector<std::string> leases_;
+  double next_status_s_ = 0;  // seconds into a wait when the "waiting for the explorer" line repeats
 };
 
 class DatasetSource : public BatchSource {

@@ -108,6 +108,14 @@ std::string event_file_version(double wall_time) {
   return e;
 }
 
+std::string event_session_start(double wall_time, int64_t step) {
+  std::string session_log;
+  put_int(session_log, 1, 1);  // status = START
+  std::string e = event_header(wall_time, step);
+  put_bytes(e, 7, session_log);
+  return e;
+}
+
 std::string event_scalars(double wall_time, int64_t step, const std::map<std::string, double>& values) {
   std::string summary;
   for (const auto& [tag, v] : values) {

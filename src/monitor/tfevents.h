@@ -1,7 +1,8 @@
 // TensorBoard event files written by hand: TFRecord framing (uint64 length, masked CRC32C of the
 // length, payload, masked CRC32C of the payload; CRC32C = Castagnoli, mask = rotr15 + 0xa282ead8)
 // around hand-encoded tensorflow.Event protobufs (event.proto / summary.proto field numbers:
-// Event{wall_time=1 double, step=2 int64, file_version=3 string, summary=5}, Summary{value=1},
+// Event{wall_time=1 double, step=2 int64, file_version=3 string, summary=5, session_log=7},
+// SessionLog{status=1 enum}, Summary{value=1},
 // Summary.Value{tag=1, simple_value=2 float}). Readable by `tensorboard --logdir`.
 #pragma once
 
@@ -21,6 +22,10 @@ std::string tfrecord(std::string_view data);
 // Serialized Event protos.
 std::string event_file_version(double wall_time);  // file_version = "brain.Event:2"
 std::string event_scalars(double wall_time, int64_t step, const std::map<std::string, double>& values);
+// SessionLog{status=1 START} as Event field 7 at `step`: a restart marker. TensorBoard
+// (purge_orphaned_data, on by default) then drops the points of this run's earlier event files whose
+// step is >= `step`, i.e. the steps a resumed run logs again.
+std::string event_session_start(double wall_time, int64_t step);
 // A text summary (tensorboard "text" plugin: string tensor with plugin_data.plugin_name = "text").
 std::string event_text(double wall_time, int64_t step, const std::string& tag, const std::string& text);
 

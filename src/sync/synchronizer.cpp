@@ -147,16 +147,31 @@ class CheckpointSync : public Synchronizer {
         load(v, out);
         return WaitStatus::kOk;
       }
-      const PeerState ts = state("trainer", nullptr);
-      if (ts == PeerState::kFinished || ts == PeerState::kFailed || ts == PeerState::kGone) {
+      std::string err;
+      const PeerState ts = state("trainer", &err);
+      if (ts == PeerState::kFinished) {
         if (v > have) load(v, out);
         return WaitStatus::kTrainerDone;
       }
       if (Clock::now() >= deadline) return WaitStatus::kTimeout;
+      if (ts == PeerState::kFailed || ts == PeerState::kGone) {
+        // The trainer process can be restarted alone: wait for it until the deadline, saying so.
+        if (Clock::now() >= next_status_) {
+          const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+          log::warn("explorer: the trainer has ", ts == PeerState::kGone ? "gone" : "failed", err.empty() ? "" : " (",
+                    err, err.empty() ? "" : ")", "; waiting up to ", static_cast<int64_t>(left),
+                    " s more (synchronizer.sync_timeout) for a trainer "
+                    "process to resume this job: start `trinity run` with mode train again");
+          next_status_ = Clock::now() + std::chrono::seconds(30);
+        }
+      } else {
+        next_status_ = Clock::time_point{};
+      }
       std::this_thread::sleep_for(std::chrono::duration<double>(poll_s_));
     }
   }
   int64_t latest_version() override { return read_iteration(file::join(job_, "latest_state_dict_iteration.txt")); }
+  bool peers_can_restart() const override { return true; }
   void set_state(const std::string& role, PeerState s, const std::string& error) override {
     const std::string j = strcat("{\"role\": \"", role, "\", \"state\": \"", peer_state_name(s), "\", \"pid\": ",
                                  static_cast<long>(getpid()), ", \"time\": ", static_cast<long>(std::time(nullptr)),
@@ -195,6 +210,7 @@ class CheckpointSync : public Synchronizer {
   }
   std::string job_, tok_dir_;
   double poll_s_;
+  Clock::time_point next_status_{};  // when to repeat the "waiting for the trainer" line
 };
 
 }  // namespace

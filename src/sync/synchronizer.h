@@ -6,7 +6,9 @@
 //               explorer polls that file every poll_s and loads the directory.
 // Each side also reports its state (running / finished / failed) so the peer never waits forever:
 // in memory mode through the object, in checkpoint mode through <job>/<role>_status.json with the
-// writer's pid (a peer whose pid is gone is reported as such, with a clear error).
+// writer's pid (a peer whose pid is gone is reported as such, with a clear error). With two processes
+// a failed or vanished peer may be restarted: the survivor keeps waiting, with a status line, until
+// its own deadline (sync_timeout / max_read_timeout) and then fails with a clear error.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,10 @@ class Synchronizer {
   // Each side reports its own end; error is "" when ok.
   virtual void set_state(const std::string& role, PeerState s, const std::string& error = "") = 0;
   virtual PeerState state(const std::string& role, std::string* error = nullptr) = 0;
+  // Whether a peer that failed or vanished can come back: true for the checkpoint sync of two
+  // processes (either can be restarted alone, so the survivor waits for it up to its deadline),
+  // false in one process (a failed peer ends the run).
+  virtual bool peers_can_restart() const { return false; }
 };
 
 std::unique_ptr<Synchronizer> make_memory_sync();

@@ -4,11 +4,14 @@
 //  (b) kill -9 mid-run with a sqlite buffer and save_interval 2: the rerun completes; afterwards every
 //      experience row was consumed exactly once, no (explore step, task) group was written twice, and
 //      the trainer's last step is the planned count.
+// Both: the resumed run is as on-policy as one that never stopped (explore step s on version s - 1,
+// train step t on explore step t's experiences), and metrics.jsonl has no superseded duplicates.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "launcher/e2e_util.h"
 
@@ -53,6 +56,45 @@ std::string sql(const std::string& db, const std::string& query) {
   return out;
 }
 
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// After a resume, metrics.jsonl holds each (role, step, metric) once: the rerun dropped what the
+// killed run had logged for the steps it logged again.
+void expect_no_duplicate_metrics(const std::vector<json>& m) {
+  std::map<std::tuple<std::string, int64_t, std::string>, int> seen;
+  int dups = 0;
+  std::string examples;
+  for (const auto& j : m)
+    for (const auto& [k, v] : j.items()) {
+      if (k == "role" || k == "step" || k == "time") continue;
+      if (++seen[{j.value("role", ""), j.value("step", int64_t{-1}), k}] == 2 && ++dups <= 5)
+        examples += " " + j.value("role", "") + "/" + std::to_string(j.value("step", int64_t{-1})) + "/" + k;
+    }
+  EXPECT_EQ(dups, 0) << "duplicate (role, step, metric) rows in metrics.jsonl:" << examples;
+}
+
+// sync_interval 1, sync_offset 0: explore step s runs on weights version s - 1 and train step t
+// trains on the experiences of explore step t (version t - 1), resumed or not.
+void expect_on_policy(const std::vector<json>& m) {
+  int explorer_rows = 0, trainer_rows = 0;
+  for (const auto& j : m) {
+    const int64_t step = j.value("step", int64_t{-1});
+    if (j.value("role", "") == "explorer" && j.contains("rollout/model_version")) {
+      ++explorer_rows;
+      EXPECT_EQ(j["rollout/model_version"].get<double>(), static_cast<double>(step - 1)) << "explore step " << step;
+    }
+    if (j.value("role", "") == "trainer" && j.contains("sample/model_version/min")) {
+      ++trainer_rows;
+      EXPECT_EQ(j["sample/model_version/min"].get<double>(), static_cast<double>(step - 1)) << "train step " << step;
+      EXPECT_EQ(j["sample/model_version/max"].get<double>(), static_cast<double>(step - 1)) << "train step " << step;
+    }
+  }
+  EXPECT_EQ(explorer_rows, kSteps);
+  EXPECT_EQ(trainer_rows, kSteps);
+}
+
 std::vector<std::string> run_args(const std::string& cfg, const std::vector<std::string>& extra) {
   std::vector<std::string> a = {trinity_bin(), "run", "--config", cfg, "--set", "buffer.total_steps=" + std::to_string(kSteps),
                                 "--set", "explorer.eval_interval=10"};
@@ -85,13 +127,18 @@ void sigint_and_resume(const std::string& name, bool exact_steps) {
   const int64_t e1 = meta.at("latest_iteration").get<int64_t>();
   EXPECT_GE(e1, t1 - 1);
 
+  const double t_rerun = unix_now();
   Proc p2 = spawn(run_args(cfg, {"--set", "trainer.save_interval=10"}), root + "/sigint2.log");
   const int rc2 = wait_exit(p2, 90);
   const std::string out2 = slurp(p2.log);
   ASSERT_EQ(rc2, 0) << out2;
   EXPECT_NE(out2.find("resumed at step " + std::to_string(e1)), std::string::npos) << out2;
   const auto m = read_metrics(job);
-  const std::vector<json> m2(m.begin() + static_cast<std::ptrdiff_t>(m1.size()), m.end());
+  std::vector<json> m2;  // the rerun's lines
+  for (const auto& j : m)
+    if (j.value("time", 0.0) >= t_rerun) m2.push_back(j);
+  expect_no_duplicate_metrics(m);
+  expect_on_policy(m);
   // The trainer trains t1+1 .. kSteps, exactly once each.
   const auto tsteps = metric_steps(m2, "trainer", "actor/pg_loss");
   ASSERT_FALSE(tsteps.empty());
@@ -137,6 +184,11 @@ void kill_and_resume(const std::string& name, size_t kill_after, bool expect_no_
   const auto m = read_metrics(job);
   const auto tsteps = metric_steps(m, "trainer", "actor/pg_loss");
   ASSERT_FALSE(tsteps.empty());
+  expect_no_duplicate_metrics(m);
+  if (expect_no_redo) expect_on_policy(m);
+  // No temporary file of the killed run is left behind.
+  for (const auto& e : fs::recursive_directory_iterator(job))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
   const std::string db = job + "/buffer/experience_buffer.db";
   ASSERT_TRUE(fs::exists(db)) << out2;
   const std::string t = "experience_buffer";
