@@ -32,9 +32,24 @@ namespace trinity::cli {
 
 namespace {
 
+const char kUsage[] =
+    "usage: trinity serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--kv-cache-mb 1024]\n"
+    "                     [--max-model-len N] [--served-model-name NAME] [--max-request-mb 8]\n"
+    "                     [--http-threads 256] [--allow-origin ORIGIN] [--header-timeout-s 10]\n"
+    "                     [--body-timeout-s 60] [--idle-timeout-s 30] [--no-access-log]\n"
+    "Endpoints: GET /health, GET /metrics (Prometheus), GET /v1/models, POST /v1/completions,\n"
+    "POST /v1/chat/completions. --allow-origin adds CORS headers (\"*\" or one origin); the timeouts are\n"
+    "total times for a request's headers, its body, and an idle keep-alive connection (408 / close).\n"
+    "See docs/serving.md.\n";
+
 }  // namespace
 
 int cmd_serve(const Argv& argv) {
+  for (const auto& x : argv)
+    if (x == "--help" || x == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
   Args a("serve", argv,
          {"model", "host", "port", "api-key", "kv-cache-mb", "max-model-len", "served-model-name", "max-request-mb",
           "http-threads", "allow-origin", "header-timeout-s", "body-timeout-s", "idle-timeout-s", "no-access-log!"});

@@ -13,8 +13,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "common/tiny_config.h"
@@ -133,7 +136,7 @@ class HttpHardening : public ::testing::Test {
     engine_ = std::make_shared<engine::Engine>(m, 0, tok, eo);
     so.port = 0;
     so.model_name = "tiny";
-    so.access_log = false;
+    so.access_log = access_log_;
     server_ = std::make_unique<server::Server>(engine_, tok, chat, std::vector<int32_t>{}, so);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->run(); });
@@ -146,6 +149,7 @@ class HttpHardening : public ::testing::Test {
   std::unique_ptr<server::Server> server_;
   std::thread thread_;
   int port_ = 0;
+  bool access_log_ = false;
 };
 
 const std::string kHealth = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
@@ -308,6 +312,34 @@ TEST_F(HttpHardening, ErrorsAreJson) {
   r = request(port_, "POST /v1/completions HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n");
   EXPECT_EQ(r.status, 413);
   EXPECT_TRUE(json::parse(r.body).contains("error"));
+}
+
+TEST_F(HttpHardening, AccessLogLineWithoutPromptText) {
+  access_log_ = true;
+  start({});
+  const std::string path = std::string(TRINITY_BINARY_DIR) + "/http_access_log.txt";
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  ::dup2(::fileno(f), 2);
+  const std::string body = R"({"prompt": "SECRET-PROMPT-TEXT", "max_tokens": 2, "ignore_eos": true})";
+  const Reply r = request(port_, "POST /v1/completions HTTP/1.1\r\nConnection: close\r\nContent-Length: " +
+                                     std::to_string(body.size()) + "\r\n\r\n" + body);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the line is written after the response
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::fclose(f);
+  ASSERT_EQ(r.status, 200) << r.body;
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string log = ss.str();
+  EXPECT_NE(log.find("POST /v1/completions 200 prompt_tokens="), std::string::npos) << log;
+  EXPECT_NE(log.find("completion_tokens=2 "), std::string::npos) << log;
+  EXPECT_NE(log.find(" ms (queue "), std::string::npos) << log;
+  EXPECT_EQ(log.find("SECRET"), std::string::npos) << log;
 }
 
 }  // namespace
