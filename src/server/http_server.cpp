@@ -555,6 +555,8 @@ struct Server::Impl {
     ++c.served;
     bool keep = c.keep_alive && !stopping && c.served < o.max_keepalive_requests;
     if (!res.provider) {
+      // Counted before it is sent: a client that has its response sees it in the metrics.
+      if (o.on_complete) o.on_complete(req, res);
       std::string s = head_of(res, keep, false);
       s += res.body;
       if (!send_all(c.fd, s.data(), s.size(), o.write_timeout)) res.write_failed = true;
@@ -574,8 +576,8 @@ struct Server::Impl {
       ok = ok && !sink.failed();
       if (res.release) res.release(ok);
       if (!ok) res.write_failed = true;
+      if (o.on_complete) o.on_complete(req, res);
     }
-    if (o.on_complete) o.on_complete(req, res);
     c.close_after = !keep || res.write_failed;
     {
       std::lock_guard<std::mutex> l(ret_mu);

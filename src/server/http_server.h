@@ -83,7 +83,8 @@ struct Options {
   std::function<void(const Request&, Response&)> handler;
   std::function<bool(const Request&)> is_fast;
   std::function<std::string(int status, const std::string& message)> error_body;  // JSON error
-  // After every response (or a request the HTTP layer refused: then req may be partial).
+  // Per request: before a plain response is sent, after a streamed one ends (or for a request the HTTP layer refused:
+  // then req may be partial).
   std::function<void(const Request&, const Response&)> on_complete;
 };
 
