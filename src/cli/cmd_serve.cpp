@@ -32,12 +32,27 @@ namespace trinity::cli {
 
 namespace {
 
+const char kUsage[] =
+    "usage: trinity serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--kv-cache-mb 1024]\n"
+    "                     [--max-model-len N] [--served-model-name NAME] [--max-request-mb 8]\n"
+    "                     [--http-threads 256] [--allow-origin ORIGIN] [--header-timeout-s 10]\n"
+    "                     [--body-timeout-s 60] [--idle-timeout-s 30] [--no-access-log]\n"
+    "Endpoints: GET /health, GET /metrics (Prometheus), GET /v1/models, POST /v1/completions,\n"
+    "POST /v1/chat/completions. --allow-origin adds CORS headers (\"*\" or one origin); the timeouts are\n"
+    "total times for a request's headers, its body, and an idle keep-alive connection (408 / close).\n"
+    "See docs/serving.md.\n";
+
 }  // namespace
 
 int cmd_serve(const Argv& argv) {
+  for (const auto& x : argv)
+    if (x == "--help" || x == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
   Args a("serve", argv,
-         {"model", "host", "port", "api-key", "kv-cache-mb", "max-model-len", "served-model-name",
-          "max-request-mb", "http-threads"});
+         {"model", "host", "port", "api-key", "kv-cache-mb", "max-model-len", "served-model-name", "max-request-mb",
+          "http-threads", "allow-origin", "header-timeout-s", "body-timeout-s", "idle-timeout-s", "no-access-log!"});
   const std::string dir = a.str("model");
   server::ServerOptions so;
   so.host = a.str("host", "127.0.0.1");
@@ -53,6 +68,16 @@ int cmd_serve(const Argv& argv) {
   so.max_body_bytes = static_cast<size_t>(body_mb) << 20;
   so.threads = static_cast<int>(a.i64("http-threads", 256));
   if (so.threads < 4) throw ConfigError("cli", strcat("serve: --http-threads must be >= 4, got ", so.threads));
+  so.allow_origin = a.str("allow-origin", "");
+  auto seconds = [&a](const char* flag, int64_t def) {
+    const int64_t v = a.i64(flag, def);
+    if (v < 1) throw ConfigError("cli", strcat("serve: --", flag, " must be >= 1 (seconds), got ", v));
+    return v * 1000;
+  };
+  so.header_timeout_ms = seconds("header-timeout-s", 10);
+  so.body_timeout_ms = seconds("body-timeout-s", 60);
+  so.idle_timeout_ms = seconds("idle-timeout-s", 30);
+  so.access_log = !a.flag("no-access-log");
   engine::EngineOptions eo;
   const int64_t kv_mb = a.i64("kv-cache-mb", 1024);
   if (kv_mb < 1) throw ConfigError("cli", strcat("serve: --kv-cache-mb must be >= 1, got ", kv_mb));

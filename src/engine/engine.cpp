@@ -135,6 +135,8 @@ Engine::Engine(std::shared_ptr<const model::Transformer> model, int64_t version,
   im.opts = opts;
   const int64_t pages = model::KvCache::pages_for_bytes(cfg_, opts.kv_cache_bytes, opts.page_size);
   im.cache = std::make_unique<model::KvCache>(cfg_, pages, opts.page_size);
+  im.st.kv_pages_total = im.cache->num_pages();  // /health is true before the first step
+  im.st.kv_pages_free = im.cache->free_pages();
   im.seed_counter = std::random_device{}();
   log::info("engine: ", pages, " KV pages of ", opts.page_size, " tokens (",
             im.cache->bytes() >> 20, " MiB, ", pages * opts.page_size, " tokens), max_model_len ", max_len_);

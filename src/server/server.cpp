@@ -4,19 +4,20 @@
 // Streams end with `data: [DONE]`; a failed write (client gone) cancels the engine requests.
 #include "server/server.h"
 
-#include <httplib.h>
-
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "server/http_server.h"
 #include "server/protocol.h"
 #include "server/tool_calls.h"
 
@@ -65,12 +66,14 @@ std::string param_of(const std::string& what) {
   return p.find(' ') == std::string::npos ? p : "";
 }
 
-void send_json(httplib::Response& res, int status, const std::string& body) {
+void send_json(http::Response& res, int status, const std::string& body) {
   res.status = status;
   res.set_content(body, "application/json");
 }
 
-void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.status, error_body(e)); }
+void send_error(http::Response& res, const ApiError& e) {
+  send_json(res, e.status, error_body(e));
+}
 
 // Streamed events of one HTTP request (possibly several engine requests), shared with the
 // engine's callbacks; choice = offset of the engine request + sample index.
@@ -88,7 +91,37 @@ struct Server::Impl {
   std::shared_ptr<const tok::ChatFormatter> chat;
   std::vector<int32_t> stop_ids;
   ServerOptions opts;
-  httplib::Server http;
+  std::unique_ptr<http::Server> http;
+  struct Route {
+    std::string method, path;  // path ending in '/': a prefix
+    std::function<void(const http::Request&, http::Response&)> fn;
+  };
+  std::vector<Route> routes;
+  std::mutex metrics_mu;
+  std::map<std::tuple<std::string, std::string, int>, int64_t> by_route;  // (route, method, status)
+  double queue_seconds = 0, duration_seconds = 0;
+  int64_t timed = 0;
+
+  const Route* find_route(const std::string& method, const std::string& path, std::string* allow) const {
+    for (const auto& r : routes) {
+      const bool match =
+          r.path.back() == '/' ? path.size() > r.path.size() && path.rfind(r.path, 0) == 0 : path == r.path;
+      if (!match) continue;
+      if (r.method == method) return &r;
+      *allow += (allow->empty() ? "" : ", ") + r.method;
+    }
+    return nullptr;
+  }
+  std::string route_label(const std::string& path) const {
+    for (const auto& r : routes) {
+      if (r.path.back() == '/' && path.size() > r.path.size() && path.rfind(r.path, 0) == 0) return r.path + "{id}";
+      if (path == r.path) return r.path;
+    }
+    return "(unmatched)";
+  }
+  void dispatch(const http::Request& req, http::Response& res);
+  void completed(const http::Request& req, const http::Response& res);
+  std::string metrics_text();
   int64_t created = unix_now();
   std::atomic<bool> stopping{false};
   std::mutex inflight_mu;
@@ -196,9 +229,9 @@ struct Server::Impl {
     }
   }
 
-  void handle_chat(const httplib::Request& req, httplib::Response& res);
-  void handle_completions(const httplib::Request& req, httplib::Response& res);
-  void stream(httplib::Response& res, std::vector<RequestHandle> hs, std::shared_ptr<StreamQueue> queue,
+  void handle_chat(const http::Request& req, http::Response& res);
+  void handle_completions(const http::Request& req, http::Response& res);
+  void stream(http::Response& res, std::vector<RequestHandle> hs, std::shared_ptr<StreamQueue> queue,
               std::function<void(std::vector<std::string>& out)> start,
               std::function<void(int64_t choice, const engine::StreamEvent& e, std::vector<std::string>& out)> on_event,
               std::function<void(int64_t choice, const std::string& reason, std::vector<std::string>& out)> on_end,
@@ -210,7 +243,7 @@ struct Server::Impl {
 // choice that ended without a final event (failed or cancelled before it ran); `finish` after all
 // requests are done. Each string pushed into `out` is one `data:` frame.
 void Server::Impl::stream(
-    httplib::Response& res, std::vector<RequestHandle> hs, std::shared_ptr<StreamQueue> queue,
+    http::Response& res, std::vector<RequestHandle> hs, std::shared_ptr<StreamQueue> queue,
     std::function<void(std::vector<std::string>&)> start,
     std::function<void(int64_t, const engine::StreamEvent&, std::vector<std::string>&)> on_event,
     std::function<void(int64_t, const std::string&, std::vector<std::string>&)> on_end,
@@ -224,7 +257,8 @@ void Server::Impl::stream(
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, handles, queue, start, on_event, on_end, finish, n_choices, cancel_all](size_t, httplib::DataSink& sink) {
+      [this, resp = &res, handles, queue, start, on_event, on_end, finish, n_choices,
+       cancel_all](http::DataSink& sink) {
         auto write = [&](const std::vector<std::string>& frames) {
           for (const auto& f : frames) {
             const std::string s = f[0] == ':' ? f + "\n\n" : "data: " + f + "\n\n";
@@ -277,6 +311,10 @@ void Server::Impl::stream(
               out.push_back(error_body(ApiError(r.error.find("KV pages") != std::string::npos ? 400 : 500, r.error)));
               break;
             }
+          int64_t toks = 0;
+          for (const auto& r : results)
+            for (const auto& c : r.completions) toks += static_cast<int64_t>(c.token_ids.size());
+          resp->completion_tokens = toks;  // for the access log
           finish(results, out);
           out.push_back("[DONE]");
           if (!write(out)) throw std::runtime_error("client disconnected");
@@ -295,7 +333,7 @@ void Server::Impl::stream(
       });
 }
 
-void Server::Impl::handle_chat(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::handle_chat(const http::Request& req, http::Response& res) {
   auto r = std::make_shared<ChatRequest>(parse_chat_request(req.body));
   check_model(r->model);
   auto prompt = std::make_shared<std::vector<int32_t>>(chat_prompt(*r));
@@ -321,9 +359,13 @@ void Server::Impl::handle_chat(const httplib::Request& req, httplib::Response& r
       }
       choices.push_back(std::move(ch));
     }
+    res.prompt_tokens = static_cast<int64_t>(prompt->size());
+    res.completion_tokens = 0;
+    for (const auto& c : results[0].completions) res.completion_tokens += static_cast<int64_t>(c.token_ids.size());
     send_json(res, 200, chat_response(meta, *r, *prompt, choices, desc));
     return;
   }
+  res.prompt_tokens = static_cast<int64_t>(prompt->size());
   auto queue = std::make_shared<StreamQueue>();
   auto hs = submit_all({*prompt}, r->sampling, queue);
   const int64_t n = r->sampling.n;
@@ -392,7 +434,7 @@ void Server::Impl::handle_chat(const httplib::Request& req, httplib::Response& r
   stream(res, std::move(hs), queue, start, on_event, end_choice, finish, n);
 }
 
-void Server::Impl::handle_completions(const httplib::Request& req, httplib::Response& res) {
+void Server::Impl::handle_completions(const http::Request& req, http::Response& res) {
   auto r = std::make_shared<CompletionRequest>(parse_completion_request(req.body));
   check_model(r->model);
   auto prompts = std::make_shared<std::vector<std::vector<int32_t>>>();
@@ -419,11 +461,18 @@ void Server::Impl::handle_completions(const httplib::Request& req, httplib::Resp
     auto hs = submit_all(*prompts, r->sampling, nullptr);
     const auto results = wait_all(hs);
     std::vector<const engine::Completion*> comps;
+    res.prompt_tokens = res.completion_tokens = 0;
+    for (const auto& p : *prompts) res.prompt_tokens += static_cast<int64_t>(p.size());
     for (const auto& gr : results)
-      for (const auto& c : gr.completions) comps.push_back(&c);
+      for (const auto& c : gr.completions) {
+        comps.push_back(&c);
+        res.completion_tokens += static_cast<int64_t>(c.token_ids.size());
+      }
     send_json(res, 200, completion_response(meta, *r, *prompts, comps, desc));
     return;
   }
+  res.prompt_tokens = 0;
+  for (const auto& p : *prompts) res.prompt_tokens += static_cast<int64_t>(p.size());
   auto queue = std::make_shared<StreamQueue>();
   auto hs = submit_all(*prompts, r->sampling, queue);
   const int64_t n = r->sampling.n;
@@ -466,6 +515,152 @@ void Server::Impl::handle_completions(const httplib::Request& req, httplib::Resp
   stream(res, std::move(hs), queue, start, on_event, end_choice, finish, n_choices);
 }
 
+// Routing: CORS headers, OPTIONS preflight, API-key check (/v1/ only), 404 / 405, then the route.
+void Server::Impl::dispatch(const http::Request& req, http::Response& res) {
+  const bool cors = !opts.allow_origin.empty();
+  if (cors) {
+    res.set_header("Access-Control-Allow-Origin", opts.allow_origin);
+    if (opts.allow_origin != "*") res.set_header("Vary", "Origin");
+  }
+  std::string allow;
+  const Route* r = find_route(req.method, req.path, &allow);
+  if (req.method == "OPTIONS" && (r || !allow.empty())) {
+    res.status = 204;
+    res.set_header("Allow", allow.empty() ? "OPTIONS" : allow + ", OPTIONS");
+    if (cors) {
+      res.set_header("Access-Control-Allow-Methods", allow.empty() ? "OPTIONS" : allow + ", OPTIONS");
+      const std::string want = req.header("Access-Control-Request-Headers");
+      res.set_header("Access-Control-Allow-Headers", want.empty() ? "Authorization, Content-Type" : want);
+      res.set_header("Access-Control-Max-Age", "600");
+    }
+    return;
+  }
+  if (!opts.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
+    const std::string want = "Bearer " + opts.api_key;
+    const std::string got = req.header("Authorization");
+    // Constant-time comparison.
+    unsigned diff = static_cast<unsigned>(got.size() ^ want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      diff |= static_cast<unsigned char>(want[i] ^ (i < got.size() ? got[i] : 0));
+    if (diff != 0) {
+      send_error(res, ApiError(401,
+                               got.empty() ? "Missing API key: send 'Authorization: Bearer <key>'"
+                                           : "Incorrect API key provided",
+                               "", "invalid_api_key"));
+      return;
+    }
+  }
+  if (!r && allow.empty()) {
+    send_error(res, ApiError(404, strcat("no route for ", req.method, " ", req.path.substr(0, 200))));
+    return;
+  }
+  if (!r) {
+    res.set_header("Allow", allow);
+    send_error(
+        res, ApiError(405, strcat("method ", req.method, " is not allowed on ", req.path, " (allowed: ", allow, ")")));
+    return;
+  }
+  ++n_requests;
+  try {
+    r->fn(req, res);
+  } catch (const ApiError& e) {
+    ++n_errors;
+    send_error(res, e);
+  } catch (const ValueError& e) {
+    ++n_errors;
+    send_error(res, ApiError(400, e.what(), param_of(e.what())));
+  } catch (const std::exception& e) {
+    ++n_errors;
+    log::error("serve: ", req.method, " ", req.path, " failed: ", e.what());
+    send_error(res, ApiError(500, strcat("internal error: ", e.what()), "", "", "server_error"));
+  }
+}
+
+// After each response: metrics and the access log line (no prompt text).
+void Server::Impl::completed(const http::Request& req, const http::Response& res) {
+  using secs = std::chrono::duration<double>;
+  const auto now = std::chrono::steady_clock::now();
+  const double total = secs(now - req.started).count();
+  const double queued = req.handled > req.dispatched ? secs(req.handled - req.dispatched).count() : 0.0;
+  const std::string route = route_label(req.path);
+  {
+    std::lock_guard<std::mutex> l(metrics_mu);
+    ++by_route[{route, req.method.size() <= 8 ? req.method : "other", res.status}];
+    queue_seconds += queued;
+    duration_seconds += total;
+    ++timed;
+  }
+  if (!opts.access_log || log::level() > log::Level::kInfo) return;
+  std::string line =
+      strcat("http: ", req.remote, " ", req.method.substr(0, 16), " ", req.path.substr(0, 200), " ", res.status);
+  if (res.prompt_tokens >= 0) line += strcat(" prompt_tokens=", res.prompt_tokens);
+  if (res.completion_tokens >= 0) line += strcat(" completion_tokens=", res.completion_tokens);
+  char ms[64];
+  std::snprintf(ms, sizeof(ms), " %.2f ms (queue %.2f ms)%s", total * 1e3, queued * 1e3,
+                res.write_failed ? " client gone" : "");
+  line += ms;
+  for (auto& c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  log::info(line);
+}
+
+// Prometheus text exposition format (version 0.0.4).
+std::string Server::Impl::metrics_text() {
+  const engine::EngineStats s = engine->stats();
+  std::string o;
+  auto metric = [&o](const char* name, const char* type, const char* help, const std::string& value) {
+    o += strcat("# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ", value, "\n");
+  };
+  o += "# HELP trinity_http_requests_total HTTP responses by route, method and status.\n"
+       "# TYPE trinity_http_requests_total counter\n";
+  double qs = 0, ds = 0;
+  int64_t n = 0, errors = 0;
+  {
+    std::lock_guard<std::mutex> l(metrics_mu);
+    for (const auto& [k, v] : by_route) {
+      const auto& [route, method, status] = k;
+      o += strcat("trinity_http_requests_total{route=\"", route, "\",method=\"", method, "\",status=\"", status, "\"} ",
+                  v, "\n");
+      if (status >= 400) errors += v;
+    }
+    qs = queue_seconds;
+    ds = duration_seconds;
+    n = timed;
+  }
+  size_t inflight_n = 0;
+  {
+    std::lock_guard<std::mutex> l(inflight_mu);
+    inflight_n = inflight.size();
+  }
+  metric("trinity_http_errors_total", "counter", "HTTP responses with status >= 400.", strcat(errors));
+  metric("trinity_http_streams_cancelled_total", "counter", "Streams ended early (client gone or shutdown).",
+         strcat(n_cancelled.load()));
+  o += strcat(
+      "# HELP trinity_http_request_duration_seconds Time from the first request byte to the end of the response.\n"
+      "# TYPE trinity_http_request_duration_seconds summary\n"
+      "trinity_http_request_duration_seconds_sum ",
+      ds, "\ntrinity_http_request_duration_seconds_count ", n, "\n");
+  o += strcat(
+      "# HELP trinity_http_queue_seconds Time complete requests waited for an HTTP worker.\n"
+      "# TYPE trinity_http_queue_seconds summary\n"
+      "trinity_http_queue_seconds_sum ",
+      qs, "\ntrinity_http_queue_seconds_count ", n, "\n");
+  metric("trinity_http_requests_queued", "gauge", "Complete requests waiting for an HTTP worker.",
+         strcat(http ? http->queued() : 0));
+  metric("trinity_engine_requests_inflight", "gauge", "Engine requests submitted by HTTP handlers, not finished.",
+         strcat(inflight_n));
+  metric("trinity_engine_running", "gauge", "Requests in the running batch.", strcat(s.running));
+  metric("trinity_engine_waiting", "gauge", "Requests waiting for admission.", strcat(s.waiting));
+  metric("trinity_engine_steps_total", "counter", "Engine scheduler steps.", strcat(s.steps));
+  metric("trinity_engine_finished_total", "counter", "Engine requests finished.", strcat(s.finished));
+  metric("trinity_prompt_tokens_total", "counter", "Prompt tokens prefilled.", strcat(s.prompt_tokens));
+  metric("trinity_generation_tokens_total", "counter", "Tokens generated.", strcat(s.generated_tokens));
+  metric("trinity_kv_pages_total", "gauge", "KV cache pages.", strcat(s.kv_pages_total));
+  metric("trinity_kv_pages_used", "gauge", "KV cache pages in use.", strcat(s.kv_pages_total - s.kv_pages_free));
+  metric("trinity_model_version", "gauge", "Weight version being served.", strcat(s.model_version));
+  return o;
+}
+
 Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
                std::shared_ptr<const tok::ChatFormatter> chat, std::vector<int32_t> stop_ids, ServerOptions opts)
     : impl_(std::make_unique<Impl>()) {
@@ -475,72 +670,37 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
   im.chat = std::move(chat);
   im.stop_ids = std::move(stop_ids);
   im.opts = std::move(opts);
-  auto& http = im.http;
-  const int threads = std::max(4, im.opts.threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  http.set_payload_max_length(im.opts.max_body_bytes);
-  http.set_keep_alive_max_count(1000);
-  http.set_read_timeout(30, 0);
-  http.set_write_timeout(30, 0);
-
   Impl* p = &im;
-  // Every handler answers JSON errors; nothing a client sends escapes as an exception.
-  auto guarded = [p](void (Impl::*fn)(const httplib::Request&, httplib::Response&)) {
-    return [p, fn](const httplib::Request& req, httplib::Response& res) {
-      ++p->n_requests;
-      try {
-        (p->*fn)(req, res);
-      } catch (const ApiError& e) {
-        ++p->n_errors;
-        send_error(res, e);
-      } catch (const ValueError& e) {
-        ++p->n_errors;
-        send_error(res, ApiError(400, e.what(), param_of(e.what())));
-      } catch (const std::exception& e) {
-        ++p->n_errors;
-        log::error("serve: ", req.method, " ", req.path, " failed: ", e.what());
-        send_error(res, ApiError(500, strcat("internal error: ", e.what()), "", "", "server_error"));
-      }
-    };
+
+  http::Options ho;
+  ho.host = im.opts.host;
+  ho.port = im.opts.port;
+  ho.workers = std::max(4, im.opts.threads);
+  ho.max_body_bytes = im.opts.max_body_bytes;
+  ho.header_timeout = std::chrono::milliseconds(im.opts.header_timeout_ms);
+  ho.body_timeout = std::chrono::milliseconds(im.opts.body_timeout_ms);
+  ho.idle_timeout = std::chrono::milliseconds(im.opts.idle_timeout_ms);
+  ho.handler = [p](const http::Request& req, http::Response& res) { p->dispatch(req, res); };
+  ho.is_fast = [](const http::Request& req) {
+    return req.method == "OPTIONS" || (req.method == "GET" && (req.path == "/health" || req.path == "/metrics" ||
+                                                               req.path.rfind("/v1/models", 0) == 0));
   };
-  http.set_pre_routing_handler([p](const httplib::Request& req, httplib::Response& res) {
-    if (p->opts.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    const std::string want = "Bearer " + p->opts.api_key;
-    const std::string got = req.get_header_value("Authorization");
-    // Constant-time comparison.
-    unsigned diff = static_cast<unsigned>(got.size() ^ want.size());
-    for (size_t i = 0; i < want.size(); ++i) diff |= static_cast<unsigned char>(want[i] ^ (i < got.size() ? got[i] : 0));
-    if (diff == 0) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, ApiError(401, got.empty() ? "Missing API key: send 'Authorization: Bearer <key>'"
-                                              : "Incorrect API key provided",
-                             "", "invalid_api_key"));
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http.set_error_handler(httplib::Server::HandlerWithResponse([p](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string msg;
-    if (res.status == 404) msg = strcat("no route for ", req.method, " ", req.path);
-    else if (res.status == 413 && req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0)
-      msg = "form-encoded request bodies are limited to 8192 bytes; send Content-Type: application/json";
-    else if (res.status == 413) msg = strcat("request body is larger than the limit of ", p->opts.max_body_bytes, " bytes");
-    else if (res.status == 400) msg = "malformed HTTP request";
-    else msg = strcat("HTTP error ", res.status);
-    const ApiError e(res.status, msg, "", res.status == 413 ? "request_too_large" : "",
-                     res.status >= 500 ? "server_error" : "invalid_request_error");
-    res.set_content(error_body(e), "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string msg = "internal error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      msg = strcat("internal error: ", e.what());
-    } catch (...) {
-    }
-    send_error(res, ApiError(500, msg, "", "", "server_error"));
-  });
-  http.Get("/health", [p](const httplib::Request&, httplib::Response& res) {
+  ho.error_body = [](int status, const std::string& msg) {
+    const char* code = status == 413 ? "request_too_large" : status == 408 ? "request_timeout" : "";
+    return error_body(ApiError(status, msg, "", code, status >= 500 ? "server_error" : "invalid_request_error"));
+  };
+  ho.on_complete = [p](const http::Request& req, const http::Response& res) { p->completed(req, res); };
+  im.http = std::make_unique<http::Server>(std::move(ho));
+
+  auto get = [&im](std::string path, std::function<void(const http::Request&, http::Response&)> fn) {
+    im.routes.push_back({"GET", std::move(path), std::move(fn)});
+  };
+  auto post = [&im](std::string path, void (Impl::*fn)(const http::Request&, http::Response&)) {
+    Impl* self = &im;
+    im.routes.push_back(
+        {"POST", std::move(path), [self, fn](const http::Request& q, http::Response& r) { (self->*fn)(q, r); }});
+  };
+  get("/health", [p](const http::Request&, http::Response& res) {
     const engine::EngineStats s = p->engine->stats();
     size_t inflight = 0;
     {
@@ -564,6 +724,9 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
                               {"streams_cancelled", p->n_cancelled.load()}};
     send_json(res, p->stopping ? 503 : 200, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   });
+  get("/metrics", [p](const http::Request&, http::Response& res) {
+    res.set_content(p->metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+  });
   auto model_json = [p]() {
     return nlohmann::json{{"id", p->opts.model_name},
                           {"object", "model"},
@@ -572,38 +735,33 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
                           {"max_model_len", p->engine->max_model_len()},
                           {"model_version", p->engine->model_version()}};
   };
-  http.Get("/v1/models", [model_json](const httplib::Request&, httplib::Response& res) {
+  get("/v1/models", [model_json](const http::Request&, http::Response& res) {
     const nlohmann::json j = {{"object", "list"}, {"data", nlohmann::json::array({model_json()})}};
     send_json(res, 200, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   });
-  http.Get(R"(/v1/models/(.+))", [p, model_json](const httplib::Request& req, httplib::Response& res) {
-    const std::string id = req.matches[1];
+  get("/v1/models/", [p, model_json](const http::Request& req, http::Response& res) {
+    const std::string id = req.path.substr(std::strlen("/v1/models/"));
     if (id != p->opts.model_name) {
       send_error(res, ApiError(404, strcat("The model '", id, "' does not exist"), "model", "model_not_found"));
       return;
     }
     send_json(res, 200, model_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   });
-  http.Post("/v1/chat/completions", guarded(&Impl::handle_chat));
-  http.Post("/v1/completions", guarded(&Impl::handle_completions));
+  post("/v1/chat/completions", &Impl::handle_chat);
+  post("/v1/completions", &Impl::handle_completions);
 }
 
-Server::~Server() { stop(); }
+Server::~Server() {
+  stop();
+  impl_->http.reset();
+}
 
 int Server::bind() {
-  auto& im = *impl_;
-  int port = im.opts.port;
-  if (port == 0) {
-    port = im.http.bind_to_any_port(im.opts.host);
-    if (port < 0) throw IoError("serve", strcat("cannot bind ", im.opts.host, " (any port)"));
-  } else if (!im.http.bind_to_port(im.opts.host, port)) {
-    throw IoError("serve", strcat("cannot bind ", im.opts.host, ":", port, " (in use, or not a local address?)"));
-  }
-  return port;
+  return impl_->http->bind();
 }
 
 void Server::run() {
-  if (!impl_->stopping) impl_->http.listen_after_bind();
+  if (!impl_->stopping) impl_->http->run();
 }
 
 void Server::stop() {
@@ -613,7 +771,7 @@ void Server::stop() {
     std::lock_guard<std::mutex> l(im.inflight_mu);
     for (auto& [k, h] : im.inflight) h.cancel();
   }
-  im.http.stop();
+  if (im.http) im.http->stop();
 }
 
 }  // namespace trinity::server

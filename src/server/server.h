@@ -1,9 +1,9 @@
 // OpenAI-compatible HTTP server over one generation Engine (`trinity serve`). Every request, from
 // any number of concurrent connections, is submitted to the same Engine, so concurrent clients are
 // batched together by its scheduler. Endpoints: GET /health, GET /v1/models, POST /v1/completions,
-// POST /v1/chat/completions (see docs/serving.md). A client that disconnects mid-stream cancels its
-// request; stop() cancels everything in flight and makes run() return. The HTTP library
-// (cpp-httplib) is confined to server.cpp.
+// POST /v1/chat/completions, GET /metrics (see docs/serving.md). A client that disconnects mid-stream cancels its
+// request; stop() cancels everything in flight and makes run() return. HTTP/1.1 itself (deadlines,
+// size limits, keep-alive, chunked streams) is server/http_server.h.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,12 @@ struct ServerOptions {
   std::string api_key;                   // empty: no authentication
   std::string model_name = "trinity";    // the id in /v1/models and responses
   size_t max_body_bytes = size_t{8} << 20;  // larger request bodies get 413
-  int threads = 256;                     // HTTP worker threads (concurrent connections; = engine max_running)
+  int threads = 256;                        // HTTP worker threads (requests handled at once; = engine max_running)
+  std::string allow_origin;                 // non-empty: CORS Access-Control-Allow-Origin value ("*" or an origin)
+  int64_t header_timeout_ms = 10000;        // a request's headers must arrive within this (total), else 408
+  int64_t body_timeout_ms = 60000;          // its body within this after the headers (total), else 408
+  int64_t idle_timeout_ms = 30000;          // an idle keep-alive connection is closed after this
+  bool access_log = true;                   // one info line per request (no prompt text)
 };
 
 class Server {
