@@ -76,8 +76,8 @@ TokenChoice sample_token(float* z, int64_t v, const SamplingParams& p,
   // NaN / +inf logits (a broken model or constraint) would poison every draw: refuse the row.
   for (int64_t i = 0; i < v; ++i)
     if (std::isnan(z[i]) || z[i] == std::numeric_limits<float>::infinity())
-      throw ValueError("sampling", strcat("logits are not finite (token ", i, " has ", z[i],
-                                          "); this request cannot be sampled"));
+      throw ValueError("sampling",
+                       strcat("logits are not finite (token ", i, " has ", z[i], "); this request cannot be sampled"));
   const bool greedy = p.temperature < kGreedyTemperature;
   const double t = greedy ? 1.0 : p.temperature;
   const float inv_t = static_cast<float>(1.0 / t);
@@ -101,8 +101,8 @@ TokenChoice sample_token(float* z, int64_t v, const SamplingParams& p,
   }
   if (!(sum > 0) || !std::isfinite(mx))
     throw ValueError("sampling", "every token has logit -inf; nothing can be sampled");
-  const bool plain = !greedy && p.repetition_penalty == 1.0 && banned.empty() &&
-                     (p.top_k <= 0 || p.top_k >= v) && p.top_p >= 1.0 && p.min_p <= 0.0;
+  const bool plain = !greedy && p.repetition_penalty == 1.0 && banned.empty() && (p.top_k <= 0 || p.top_k >= v) &&
+                     p.top_p >= 1.0 && p.min_p <= 0.0;
   if (plain) {
     // Plain tempered sampling: the probabilities are the exps just computed. Inverse CDF with a
     // skip over 16-token blocks.

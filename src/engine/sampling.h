@@ -53,7 +53,8 @@ struct TokenChoice {
 // Samples one token from logits [V] (not modified: penalties and masks go to `scratch`, reused
 // memory). `history` are the prompt and generated ids (for the repetition penalty); `banned` ids
 // get -inf before sampling (min_tokens). Throws ValueError("[sampling] ...") when the row has a NaN
-// or +inf logit or no token with mass (the caller fails only that request). Thread-safe for distinct rng/scratch (rows in parallel).
+// or +inf logit or no token with mass (the caller fails only that request). Thread-safe for distinct rng/scratch (rows
+// in parallel).
 TokenChoice sample_token(float* logits, int64_t v, const SamplingParams& p,
                          const std::vector<int32_t>& history, const std::vector<int32_t>& banned,
                          Rng& rng, std::vector<float>& scratch);
