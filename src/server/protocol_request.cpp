@@ -6,16 +6,36 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "server/json_limits.h"
 #include "server/protocol.h"
 
 namespace trinity::server {
+
+int json_depth(std::string_view s) {
+  int depth = 0, max_depth = 0;
+  bool in_str = false, esc = false;
+  for (char c : s) {
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
 
 namespace {
 
 using json = nlohmann::ordered_json;
 namespace jinja = tok::jinja;
 
-constexpr int kMaxDepth = 64;
+constexpr int kMaxDepth = kMaxJsonDepth;
 
 [[noreturn]] void bad(const std::string& param, const std::string& msg, const std::string& code = "") {
   throw ApiError(400, msg, param, code);
@@ -37,33 +57,20 @@ const char* type_name(const json& v) {
   bad(param, strcat("'", param, "' must be ", want, ", got ", type_name(got)));
 }
 
-// Nesting depth of JSON text (brackets outside strings), checked before parsing so a deeply
-// nested body cannot exhaust the stack of any recursive consumer.
-int json_depth(std::string_view s) {
-  int depth = 0, max_depth = 0;
-  bool in_str = false, esc = false;
-  for (char c : s) {
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 json parse_body(std::string_view body) {
   if (json_depth(body) > kMaxDepth) bad("", strcat("request body nests deeper than ", kMaxDepth, " levels"));
   json j;
+  std::string last_key;  // names the field of a number that overflows a double (1e400)
   try {
-    j = json::parse(body);
+    j = json::parse(body, [&](int, json::parse_event_t ev, json& v) {
+      if (ev == json::parse_event_t::key && v.is_string()) last_key = v.get<std::string>();
+      return true;
+    });
   } catch (const json::parse_error& e) {
+    bad("", strcat("request body is not valid JSON: ", e.what()));
+  } catch (const json::out_of_range&) {
+    bad(last_key, strcat("'", last_key, "' is not a representable number (it overflows a double)"));
+  } catch (const json::exception& e) {
     bad("", strcat("request body is not valid JSON: ", e.what()));
   }
   if (!j.is_object()) bad("", strcat("request body must be a JSON object, got ", type_name(j)));
@@ -266,10 +273,14 @@ jinja::Value message_value(const json& m, size_t i) {
       json call = c;
       // Templates print arguments with tojson when they are a mapping; OpenAI sends a JSON string.
       if (const json* args = field(*fn, "arguments"); args && args->is_string()) {
+        // A JSON string inside the body: the body's depth check did not see its nesting.
+        if (json_depth(args->get<std::string>()) > kMaxDepth)
+          bad(cat + ".function.arguments",
+              strcat("'", cat, ".function.arguments' nests deeper than ", kMaxDepth, " levels"));
         try {
           json parsed = json::parse(args->get<std::string>());
           if (parsed.is_object()) call["function"]["arguments"] = parsed;
-        } catch (const json::parse_error&) {
+        } catch (const json::exception&) {
           bad(cat + ".function.arguments", strcat("'", cat, ".function.arguments' is not valid JSON"));
         }
       }

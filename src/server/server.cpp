@@ -119,7 +119,9 @@ struct Server::Impl {
   }
 
   // Adds the server's stop ids (tokenizer EOS) unless the client asked to ignore EOS.
+  // The client's own stop_token_ids must be in the vocabulary (400 naming the parameter).
   void add_stop_ids(engine::SamplingParams& p) const {
+    check_ids(p.stop_token_ids, "stop_token_ids");
     if (p.ignore_eos) return;
     for (int32_t id : stop_ids)
       if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), id) == p.stop_token_ids.end())

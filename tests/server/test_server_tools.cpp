@@ -137,6 +137,16 @@ TEST_F(ServerTools, ToolCallBecomesOpenAIToolCalls) {
   EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
 }
 
+// An out-of-vocabulary stop token id was accepted silently (it can never match): 400 naming it.
+TEST_F(ServerTools, OutOfVocabularyStopTokenIdsAreRefused) {
+  json body = request(false, false);
+  body["stop_token_ids"] = json::array({1, engine_->config().vocab_size + 5});
+  json r = post(body, 400);
+  EXPECT_EQ(r["error"]["param"], "stop_token_ids") << raw_;
+  body["stop_token_ids"] = json::array({1});
+  post(body, 200);
+}
+
 TEST_F(ServerTools, WithoutToolsTheTextStaysContent) {
   json r = post(request(false, false));
   const json& c = r["choices"][0];
