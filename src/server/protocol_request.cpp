@@ -16,9 +16,12 @@ int json_depth(std::string_view s) {
   bool in_str = false, esc = false;
   for (char c : s) {
     if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
+      if (esc)
+        esc = false;
+      else if (c == '\\')
+        esc = true;
+      else if (c == '"')
+        in_str = false;
     } else if (c == '"') {
       in_str = true;
     } else if (c == '[' || c == '{') {

@@ -160,8 +160,8 @@ TEST(ServerProtocol, OverflowingNumbersAndDeepArgumentStrings) {
   completion_error(R"({"prompt": "x", "max_tokens": 1e400})", "max_tokens");
   auto call_with = [](const std::string& args) {
     json m = {{"role", "assistant"},
-              {"tool_calls", json::array({{{"id", "c"}, {"type", "function"},
-                                           {"function", {{"name", "f"}, {"arguments", args}}}}})}};
+              {"tool_calls",
+               json::array({{{"id", "c"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", args}}}}})}};
     return json{{"messages", json::array({m})}}.dump();
   };
   const std::string deep = std::string(5000, '[') + std::string(5000, ']');
