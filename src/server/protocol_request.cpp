@@ -136,15 +136,45 @@ void refuse_unsupported(const json& j) {
     if (!v->is_object()) wrong_type("logit_bias", "an object", *v);
     if (!v->empty()) bad("logit_bias", "'logit_bias' is not supported");
   }
-  if (const json* v = field(j, "response_format")) {
-    if (!v->is_object()) wrong_type("response_format", "an object", *v);
-    const json* t = field(*v, "type");
-    if (t && (!t->is_string() || t->get<std::string>() != "text"))
-      bad("response_format", "only response_format {\"type\": \"text\"} is supported");
-  }
   if (field(j, "functions") || field(j, "function_call"))
     bad(field(j, "functions") ? "functions" : "function_call",
         "the deprecated 'functions' / 'function_call' fields are not supported; use 'tools'");
+}
+
+// response_format: text (default), json_object, or json_schema {name, schema, strict} -> a grammar
+// for constrained decoding (server/json_grammar.h).
+void parse_response_format(const json& j, CommonRequest& r) {
+  const json* v = field(j, "response_format");
+  if (!v) return;
+  if (!v->is_object()) wrong_type("response_format", "an object", *v);
+  const json* t = field(*v, "type");
+  if (!t || !t->is_string()) bad("response_format.type", "'response_format.type' must be a string");
+  const std::string type = t->get<std::string>();
+  if (type == "text") return;
+  if (type == "json_object") {
+    r.grammar = JsonGrammar::any_object();
+  } else if (type == "json_schema") {
+    const json* js = field(*v, "json_schema");
+    if (!js || !js->is_object()) wrong_type("response_format.json_schema", "an object", js ? *js : json());
+    const json* name = field(*js, "name");
+    if (!name || !name->is_string() || name->get<std::string>().empty())
+      bad("response_format.json_schema.name", "'response_format.json_schema.name' must be a non-empty string");
+    bool strict = false;
+    if (const json* st = field(*js, "strict")) {
+      if (!st->is_boolean()) wrong_type("response_format.json_schema.strict", "a boolean", *st);
+      strict = st->get<bool>();
+    }
+    const json* schema = field(*js, "schema");
+    if (!schema) {
+      r.grammar = JsonGrammar::any_object();
+    } else {
+      if (!schema->is_object()) wrong_type("response_format.json_schema.schema", "an object", *schema);
+      r.grammar = JsonGrammar::from_schema(schema->dump(), "response_format.json_schema.schema", strict);
+    }
+  } else {
+    bad("response_format.type",
+        strcat("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got \"", type, "\""));
+  }
 }
 
 void parse_common(const json& j, CommonRequest& r, bool chat) {
@@ -213,6 +243,9 @@ void parse_common(const json& j, CommonRequest& r, bool chat) {
     }
   }
   if (auto v = get_bool(j, "ignore_eos")) p.ignore_eos = *v;
+  parse_response_format(j, r);
+  if (r.grammar && p.ignore_eos)
+    bad("ignore_eos", "'ignore_eos' cannot be combined with a JSON response_format (the output ends when the value is complete)");
   if (auto v = get_int(j, "seed")) p.seed = static_cast<uint64_t>(*v);
   if (auto v = get_bool(j, "stream")) r.stream = *v;
   if (const json* v = field(j, "stream_options")) {

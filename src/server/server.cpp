@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "server/protocol.h"
+#include "server/token_mask.h"
 #include "server/tool_calls.h"
 
 namespace trinity::server {
@@ -126,6 +127,18 @@ struct Server::Impl {
     for (int32_t id : stop_ids)
       if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), id) == p.stop_token_ids.end())
         p.stop_token_ids.push_back(id);
+  }
+
+  // Constrained decoding for response_format: the vocabulary trie is built once, on first use.
+  std::once_flag trie_once;
+  std::shared_ptr<const TokenTrie> trie;
+  void attach_grammar(CommonRequest& r) {
+    if (!r.grammar) return;
+    if (!tok) throw ApiError(400, "response_format needs the model's tokenizer", "response_format");
+    std::call_once(trie_once, [&] { trie = std::make_shared<TokenTrie>(*tok); });
+    std::vector<int32_t> end = r.sampling.stop_token_ids;
+    for (int32_t id : engine->eos_ids()) end.push_back(id);
+    r.sampling.constraint = std::make_shared<GrammarConstraintFactory>(r.grammar, trie, std::move(end));
   }
 
   void check_ids(const std::vector<int32_t>& ids, const std::string& param) const {
@@ -303,6 +316,7 @@ void Server::Impl::handle_chat(const httplib::Request& req, httplib::Response& r
   auto prompt = std::make_shared<std::vector<int32_t>>(chat_prompt(*r));
   fit_to_context(*r, static_cast<int64_t>(prompt->size()), engine->max_model_len(), "messages");
   add_stop_ids(r->sampling);
+  attach_grammar(*r);
   const ResponseMeta meta{random_id("chatcmpl-"), unix_now(), opts.model_name};
   const TokenDescriber desc = describer();
   if (!r->stream) {
@@ -415,6 +429,7 @@ void Server::Impl::handle_completions(const httplib::Request& req, httplib::Resp
   for (const auto& p : *prompts) longest = std::max(longest, p.size());
   fit_to_context(*r, static_cast<int64_t>(longest), engine->max_model_len(), "prompt");
   add_stop_ids(r->sampling);
+  attach_grammar(*r);
   const ResponseMeta meta{random_id("cmpl-"), unix_now(), opts.model_name};
   const TokenDescriber desc = describer();
   if (!r->stream) {

@@ -176,7 +176,15 @@ TEST(ServerProtocol, UnsupportedFeaturesAreRefusedNotIgnored) {
   chat_error(chat(R"("presence_penalty": 0.5)"), "presence_penalty");
   chat_error(chat(R"("frequency_penalty": 1)"), "frequency_penalty");
   chat_error(chat(R"("logit_bias": {"5": 10})"), "logit_bias");
-  chat_error(chat(R"("response_format": {"type": "json_object"})"), "response_format");
+  chat_error(chat(R"("response_format": {"type": "xml"})"), "response_format.type");
+  chat_error(chat(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}}})"),
+             "response_format.json_schema.name");
+  chat_error(chat(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+             "schema": {"type": "string", "pattern": "a+"}}})"), "response_format.json_schema.schema");
+  chat_error(chat(R"("response_format": {"type": "json_object"}, "ignore_eos": true)"), "ignore_eos");
+  EXPECT_NE(parse_chat_request(chat(R"("response_format": {"type": "json_object"})")).grammar, nullptr);
+  EXPECT_NE(parse_chat_request(chat(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x",
+             "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}})")).grammar, nullptr);
   chat_error(chat(R"("tool_choice": "required")"), "tool_choice");
   chat_error(chat(R"("tool_choice": {"type": "function", "function": {"name": "f"}})"), "tool_choice");
   chat_error(chat(R"("functions": [])"), "functions");
