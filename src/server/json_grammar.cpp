@@ -14,7 +14,7 @@ namespace trinity::server {
 
 using json = nlohmann::ordered_json;
 
-enum class Kind { kObject, kFreeObject, kArray, kString, kNumber, kInteger, kLiteral, kAlt, kRef };
+enum class Kind { kObject, kFreeObject, kArray, kString, kNumber, kInteger, kLiteral, kAlt, kRef, kSeq };
 
 struct GrammarNode {
   Kind kind = Kind::kAlt;
@@ -25,7 +25,7 @@ struct GrammarNode {
   };
   std::vector<Prop> props;                 // kObject, in schema order
   std::vector<std::string> lits;           // kLiteral: compact JSON texts
-  std::vector<const GrammarNode*> alts;    // kAlt
+  std::vector<const GrammarNode*> alts;    // kAlt; kSeq: the parts in order
   const GrammarNode* items = nullptr;      // kArray items, kFreeObject values
   const GrammarNode* key = nullptr;        // kFreeObject: the key string
   int64_t min_items = 0, max_items = -1;
@@ -47,6 +47,7 @@ struct GrammarBuilder {
   std::map<std::string, GrammarNode*> defs;
   std::vector<GrammarNode*> refs;
   GrammarNode *any = nullptr, *str = nullptr;
+  const GrammarNode* doc_root = nullptr;  // what "#" refers to
 
   GrammarNode* make(Kind k) {
     g.nodes_.push_back(std::make_unique<GrammarNode>());
@@ -191,8 +192,9 @@ struct GrammarBuilder {
   void resolve() {
     for (size_t i = 0; i < refs.size(); ++i) {  // compiling a def may add refs
       GrammarNode* r = refs[i];
+      if (r->target) continue;
       if (r->ref == "#") {
-        r->target = g.root_;
+        r->target = doc_root;
         continue;
       }
       auto [it, fresh] = defs.emplace(r->ref, nullptr);
@@ -229,7 +231,33 @@ std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(std::string_view sch
   GrammarBuilder b{*g, &s, param, strict, {}, {}};
   b.build_any();
   g->root_ = b.compile(s, "");
+  b.doc_root = g->root_;
   b.resolve();
+  return g;
+}
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::tool_call(const std::vector<std::pair<std::string, std::string>>& tools,
+                                                          const std::string& param) {
+  std::shared_ptr<JsonGrammar> g(new JsonGrammar());
+  GrammarBuilder b{*g, nullptr, param, false, {}, {}};
+  b.build_any();
+  GrammarNode* alt = b.make(Kind::kAlt);
+  for (const auto& [name, params] : tools) {
+    if (json_depth(params) > kMaxJsonDepth)
+      throw ApiError(400, strcat(param, " nests deeper than ", kMaxJsonDepth, " levels"), param);
+    const json s = params.empty() ? json::object() : json::parse(params);
+    b.root = &s;
+    b.defs.clear();
+    GrammarNode* call = b.make(Kind::kObject);
+    const GrammarNode* args = s.empty() ? b.any : b.compile(s, name);
+    b.doc_root = args;
+    b.resolve();
+    call->props = {{"\"name\"", b.literal({json(name).dump()}), true}, {"\"arguments\"", args, true}};
+    GrammarNode* seq = b.make(Kind::kSeq);
+    seq->alts = {b.literal({"<tool_call>\n"}), call, b.literal({"\n</tool_call>"})};
+    alt->alts.push_back(seq);
+  }
+  g->root_ = alt;
   return g;
 }
 
@@ -255,6 +283,7 @@ bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
 bool is_hex(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 bool endable(const Frame& f) {
+  if (f.node->kind == Kind::kSeq) return static_cast<size_t>(f.idx) == f.node->alts.size();
   if (f.node->kind == Kind::kNumber) return f.st == 2 || f.st == 3 || f.st == 5 || f.st == 8;
   if (f.node->kind == Kind::kInteger) return f.st == 2 || f.st == 3;
   return false;
@@ -438,6 +467,11 @@ void step(Stack s, uint8_t c, std::vector<Stack>& out) {
           return;
       }
       return;
+    }
+    case Kind::kSeq: {
+      if (static_cast<size_t>(f.idx) >= n->alts.size()) return;
+      const GrammarNode* part = n->alts[static_cast<size_t>(f.idx++)];
+      return start_child(s, part, c, out);
     }
     case Kind::kFreeObject:
       switch (f.st) {

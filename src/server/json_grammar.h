@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace trinity::server {
@@ -27,6 +28,10 @@ class JsonGrammar {
   static std::shared_ptr<const JsonGrammar> from_schema(std::string_view schema_json, const std::string& param);
   static std::shared_ptr<const JsonGrammar> from_schema(std::string_view schema_json, const std::string& param,
                                                         bool strict);
+  // One call, in the Qwen / Hermes syntax, of one of `tools` (name, JSON text of its parameters
+  // schema; "" = any arguments object): <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>.
+  static std::shared_ptr<const JsonGrammar> tool_call(const std::vector<std::pair<std::string, std::string>>& tools,
+                                                      const std::string& param);
   // Any JSON object (response_format json_object).
   static std::shared_ptr<const JsonGrammar> any_object();
   ~JsonGrammar();

@@ -344,20 +344,27 @@ ChatRequest parse_chat_request(std::string_view body) {
   r.messages = jinja::Value(std::move(arr));
 
   std::string tool_choice = "auto";
+  std::string forced;  // tool_choice {"type": "function", "function": {"name": ...}}
   if (const json* v = field(j, "tool_choice")) {
     if (v->is_string()) {
       tool_choice = v->get<std::string>();
-      if (tool_choice != "auto" && tool_choice != "none") {
-        if (tool_choice == "required")
-          bad("tool_choice", "tool_choice \"required\" is not supported (no constrained decoding); use \"auto\"");
-        bad("tool_choice", strcat("'tool_choice' must be \"auto\" or \"none\", got \"", tool_choice, "\""));
-      }
+      if (tool_choice != "auto" && tool_choice != "none" && tool_choice != "required")
+        bad("tool_choice",
+            strcat("'tool_choice' must be \"auto\", \"none\" or \"required\", got \"", tool_choice, "\""));
     } else if (v->is_object()) {
-      bad("tool_choice", "forcing a named tool is not supported (no constrained decoding); use \"auto\"");
+      const json* ty = field(*v, "type");
+      const json* fn = field(*v, "function");
+      const json* nm = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+      if (!ty || !ty->is_string() || ty->get<std::string>() != "function" || !nm || !nm->is_string())
+        bad("tool_choice", "'tool_choice' as an object must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+      tool_choice = "function";
+      forced = nm->get<std::string>();
     } else {
-      wrong_type("tool_choice", "a string", *v);
+      wrong_type("tool_choice", "a string or an object", *v);
     }
   }
+  if ((tool_choice == "required" || tool_choice == "function") && r.grammar)
+    bad("tool_choice", "a forced tool call cannot be combined with a JSON response_format");
   if (const json* v = field(j, "parallel_tool_calls"); v && !v->is_boolean())
     wrong_type("parallel_tool_calls", "a boolean", *v);
   if (const json* tools = field(j, "tools")) {
@@ -377,11 +384,28 @@ ChatRequest parse_chat_request(std::string_view body) {
       if (const json* params = field(*fn, "parameters"); params && !params->is_object())
         wrong_type(at + ".function.parameters", "an object", *params);
     }
-    if (!tools->empty() && tool_choice == "auto") {
+    if (!tools->empty() && tool_choice != "none") {
       r.tools = jinja::Value::from_json(tools->dump(-1, ' ', false, json::error_handler_t::replace));
       r.parse_tool_calls = true;
     }
+    if (tool_choice == "required" || tool_choice == "function") {
+      // Constrained decoding: the output is one call of the (named) tool, in the Qwen syntax.
+      std::vector<std::pair<std::string, std::string>> allowed;
+      for (const json& t : *tools) {
+        const std::string name = t["function"]["name"].get<std::string>();
+        if (tool_choice == "function" && name != forced) continue;
+        const json* params = field(t["function"], "parameters");
+        allowed.emplace_back(name, params ? params->dump() : "");
+      }
+      if (allowed.empty())
+        bad("tool_choice", tool_choice == "function" ? strcat("tool_choice names '", forced, "', which is not in 'tools'")
+                                                     : std::string("tool_choice \"required\" needs 'tools'"));
+      r.grammar = JsonGrammar::tool_call(allowed, "tools");
+    }
   }
+  if ((tool_choice == "required" || tool_choice == "function") && !r.grammar)
+    bad("tool_choice", "a forced tool call needs 'tools'");
+  if (r.grammar && r.sampling.ignore_eos) bad("ignore_eos", "'ignore_eos' cannot be combined with a forced tool call");
   if (const json* v = field(j, "chat_template_kwargs")) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
     json rest = json::object();

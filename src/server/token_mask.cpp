@@ -14,7 +14,7 @@ TokenTrie::TokenTrie(const tok::Tokenizer& tok) {
   bytes_.resize(static_cast<size_t>(v));
   nodes_.emplace_back();
   for (int32_t id = 0; id < v; ++id) {
-    if (tok.is_added(id) || tok.id_to_token(id).empty()) continue;
+    if (tok.is_special(id) || tok.id_to_token(id).empty()) continue;
     const std::string& b = tok.token_bytes(id);
     if (b.empty()) continue;
     bytes_[static_cast<size_t>(id)] = b;

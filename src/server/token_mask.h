@@ -2,7 +2,8 @@
 // (built once per tokenizer) walked together with a GrammarMatcher, so a prefix shared by many
 // tokens is checked once; a token is allowed when all its bytes keep the grammar alive (byte-level
 // BPE tokens may span several grammar symbols or split a UTF-8 character: bytes are what counts).
-// Added / special tokens are never allowed as text; the end ids (EOS, stop ids) are allowed exactly
+// Special tokens are never allowed as text (non-special added tokens, e.g. Qwen's <tool_call>, are
+// their content); the end ids (EOS, stop ids) are allowed exactly
 // when the output so far is a complete value. GrammarConstraintFactory plugs this into the engine.
 #pragma once
 

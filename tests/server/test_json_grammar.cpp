@@ -89,6 +89,19 @@ TEST(JsonGrammar, AnyObjectAndRecursiveRefs) {
   EXPECT_FALSE(full_match(tree, R"({"v":1,"kids":[{"kids":[]}]})"));
 }
 
+TEST(JsonGrammar, ToolCallInQwenSyntax) {
+  auto g = JsonGrammar::tool_call({{"get_weather", R"({"type": "object", "properties": {"city": {"type": "string"}},
+                                                      "required": ["city"]})"},
+                                   {"noop", ""}},
+                                  "tools");
+  EXPECT_TRUE(full_match(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(full_match(g, "<tool_call>\n{\"name\":\"noop\",\"arguments\":{\"any\":[1]}}\n</tool_call>"));
+  EXPECT_FALSE(full_match(g, "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(full_match(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
+  EXPECT_FALSE(full_match(g, "<tool_call>\n{\"name\": \"noop\", \"arguments\": {}}\n"));
+  EXPECT_FALSE(full_match(g, "Sure! <tool_call>"));
+}
+
 TEST(JsonGrammar, UnsupportedAndStrictErrorsNameTheKeyword) {
   for (const char* kw : {"pattern", "minLength", "oneOf", "format"}) {
     const std::string s = std::string(R"({"type": "object", "properties": {"a": {"type": "string", ")") + kw +

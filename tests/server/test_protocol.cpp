@@ -187,6 +187,12 @@ TEST(ServerProtocol, UnsupportedFeaturesAreRefusedNotIgnored) {
              "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}})")).grammar, nullptr);
   chat_error(chat(R"("tool_choice": "required")"), "tool_choice");
   chat_error(chat(R"("tool_choice": {"type": "function", "function": {"name": "f"}})"), "tool_choice");
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
+  chat_error(chat(tools + R"(, "tool_choice": {"type": "function", "function": {"name": "g"}})"), "tool_choice");
+  chat_error(chat(tools + R"(, "tool_choice": "sometimes")"), "tool_choice");
+  EXPECT_NE(parse_chat_request(chat(tools + R"(, "tool_choice": "required")")).grammar, nullptr);
+  EXPECT_TRUE(parse_chat_request(chat(tools + R"(, "tool_choice": {"type": "function", "function": {"name": "f"}})"))
+                  .parse_tool_calls);
   chat_error(chat(R"("functions": [])"), "functions");
   EXPECT_NO_THROW(parse_chat_request(chat(R"("logit_bias": {}, "response_format": {"type": "text"})")));
 }

@@ -186,6 +186,34 @@ TEST_F(ServerTools, JsonSchemaResponseFormatGivesSchemaValidJson) {
   EXPECT_GT(texts.size(), 1u) << "the samples should differ (the mask is not a fixed output)";
 }
 
+// tool_choice naming a tool (and "required"): sampled at temperature 1, every choice is a call of
+// that tool with schema-valid arguments, parsed into tool_calls.
+TEST_F(ServerTools, ToolChoiceForcesAValidCall) {
+  for (const json& choice : {json::parse(R"({"type": "function", "function": {"name": "get_weather"}})"), json("required")}) {
+    json body = request(true, false);
+    body["tools"] = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters":
+        {"type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]}, "days": {"type": "integer"}},
+         "required": ["city", "days"]}}}, {"type": "function", "function": {"name": "other"}}])");
+    body["tool_choice"] = choice;
+    body["temperature"] = 1.0;
+    body["n"] = 4;
+    body["seed"] = 5;
+    body["max_tokens"] = 200;
+    json r = post(body);
+    ASSERT_EQ(r["choices"].size(), 4u) << raw_;
+    for (const json& c : r["choices"]) {
+      EXPECT_EQ(c["finish_reason"], "tool_calls") << c.dump();
+      ASSERT_EQ(c["message"]["tool_calls"].size(), 1u) << c.dump();
+      const json& fn = c["message"]["tool_calls"][0]["function"];
+      if (choice.is_string() && fn["name"] == "other") continue;
+      EXPECT_EQ(fn["name"], "get_weather") << c.dump();
+      json args = json::parse(fn["arguments"].get<std::string>());
+      EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Rome") << args.dump();
+      EXPECT_TRUE(args["days"].is_number_integer()) << args.dump();
+    }
+  }
+}
+
 TEST_F(ServerTools, WithoutToolsTheTextStaysContent) {
   json r = post(request(false, false));
   const json& c = r["choices"][0];
