@@ -26,6 +26,7 @@ struct Sample {
   Completion out;
   Rng rng;
   std::unique_ptr<tok::StreamDecoder> dec;
+  std::unique_ptr<Constraint> con;  // per-sample constraint state (SamplingParams::constraint)
   std::string text;      // everything decoded so far
   size_t emitted = 0;    // bytes of `text` already streamed
   bool done = false;
@@ -509,6 +510,7 @@ void Engine::loop() {
             s.rng.reseed(r.p.seed ? *r.p.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(k)
                                   : ++im.seed_counter * 0xD1B54A32D192ED03ULL);
             if (im.tok) s.dec = std::make_unique<tok::StreamDecoder>(*im.tok, true);
+            if (r.p.constraint) s.con = r.p.constraint->start();
             s.kv = model::kv_fork(*im.cache, r.prompt_kv);
             jobs.push_back({&r, &s, row, {}, {}});
           }
@@ -532,23 +534,48 @@ void Engine::loop() {
             history = r.prompt;
             history.insert(history.end(), s.out.token_ids.begin(), s.out.token_ids.end());
           }
-          // sample_token leaves the row unmodified, so the n samples of a prompt share it.
-          jb.c = sample_token(const_cast<float*>(jb.row), v, r.p, history, banned, jb.s->rng, scratch);
+          // sample_token leaves the row unmodified, so the n samples of a prompt share it; a
+          // constraint masks a private copy.
+          float* row = const_cast<float*>(jb.row);
+          if (s.con) {
+            thread_local std::vector<float> masked;
+            masked.assign(jb.row, jb.row + v);
+            s.con->mask(masked.data(), v);
+            row = masked.data();
+          }
+          jb.c = sample_token(row, v, r.p, history, banned, jb.s->rng, scratch);
+          if (s.con) s.con->advance(jb.c.token);
         } catch (const std::exception& e) {
           jb.err = e.what();
         }
       }, 8 * v);
+      // A row that cannot be sampled (non-finite logits, everything masked) fails its own request
+      // only; the other requests of the step go on.
+      std::vector<std::pair<Request*, std::string>> failed;
+      auto failed_of = [&](const Request* r) {
+        return std::find_if(failed.begin(), failed.end(), [&](const auto& f) { return f.first == r; });
+      };
       for (const Job& jb : jobs)
-        if (!jb.err.empty()) throw std::runtime_error(jb.err);
+        if (!jb.err.empty() && failed_of(jb.r) == failed.end()) failed.emplace_back(jb.r, jb.err);
       for (Job& jb : jobs) {
+        if (failed_of(jb.r) != failed.end()) continue;
         ++generated;
         accept(*jb.r, *jb.s, jb.c);
       }
       for (size_t i = 0; i < targets.size(); ++i)
-        if (targets[i].sample < 0) {
+        if (targets[i].sample < 0 && failed_of(targets[i].r) == failed.end()) {
           model::kv_free(*im.cache, targets[i].r->prompt_kv);
           targets[i].r->prefilled = true;
         }
+      for (const auto& [req, err] : failed) {
+        log::error("engine: a request failed while sampling: ", err);
+        for (auto* list : {&admitted, &im.running}) {
+          auto it = std::find_if(list->begin(), list->end(), [&](const auto& r) { return r.get() == req; });
+          if (it == list->end()) continue;
+          finish_request(*it, "error", err);
+          list->erase(it);
+        }
+      }
     } catch (const std::exception& e) {
       // A failure while sampling or decoding must not kill the scheduler: fail this step's requests.
       log::error("engine: sampling failed: ", e.what());

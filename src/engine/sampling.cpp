@@ -73,7 +73,13 @@ double exp_tempered(float* e, const float* z, float inv_t, float shift, int64_t 
 TokenChoice sample_token(float* z, int64_t v, const SamplingParams& p,
                          const std::vector<int32_t>& history, const std::vector<int32_t>& banned,
                          Rng& rng, std::vector<float>& scratch) {
-  const double t = p.temperature > 0 ? p.temperature : 1.0;
+  // NaN / +inf logits (a broken model or constraint) would poison every draw: refuse the row.
+  for (int64_t i = 0; i < v; ++i)
+    if (std::isnan(z[i]) || z[i] == std::numeric_limits<float>::infinity())
+      throw ValueError("sampling",
+                       strcat("logits are not finite (token ", i, " has ", z[i], "); this request cannot be sampled"));
+  const bool greedy = p.temperature < kGreedyTemperature;
+  const double t = greedy ? 1.0 : p.temperature;
   const float inv_t = static_cast<float>(1.0 / t);
   // Reported logprobs: log_softmax(z / T) of the unmodified logits (sum in double). z * inv_t is
   // monotone in z, so max(z) * inv_t is the max of the tempered logits.
@@ -93,8 +99,10 @@ TokenChoice sample_token(float* z, int64_t v, const SamplingParams& p,
                       [&](int32_t a, int32_t b) { return z[a] > z[b] || (z[a] == z[b] && a < b); });
     for (std::ptrdiff_t i = 0; i < k; ++i) out.top.push_back({idx[static_cast<size_t>(i)], report(idx[static_cast<size_t>(i)])});
   }
-  const bool plain = p.temperature > 0.0 && p.repetition_penalty == 1.0 && banned.empty() &&
-                     (p.top_k <= 0 || p.top_k >= v) && p.top_p >= 1.0 && p.min_p <= 0.0;
+  if (!(sum > 0) || !std::isfinite(mx))
+    throw ValueError("sampling", "every token has logit -inf; nothing can be sampled");
+  const bool plain = !greedy && p.repetition_penalty == 1.0 && banned.empty() && (p.top_k <= 0 || p.top_k >= v) &&
+                     p.top_p >= 1.0 && p.min_p <= 0.0;
   if (plain) {
     // Plain tempered sampling: the probabilities are the exps just computed. Inverse CDF with a
     // skip over 16-token blocks.
@@ -118,6 +126,7 @@ TokenChoice sample_token(float* z, int64_t v, const SamplingParams& p,
           pick = static_cast<int32_t>(j);
           break;
         }
+    if (pick < 0) throw ValueError("sampling", "no token has probability mass; nothing can be sampled");
     out.token = pick;
     out.logprob = report(pick);
     return out;
@@ -137,7 +146,9 @@ TokenChoice sample_token(float* z, int64_t v, const SamplingParams& p,
   int32_t best = 0;
   for (int64_t i = 1; i < v; ++i)
     if (s[i] > s[best]) best = static_cast<int32_t>(i);
-  if (p.temperature == 0.0) {
+  if (!(s[best] > -std::numeric_limits<float>::infinity()))
+    throw ValueError("sampling", "every token is banned or masked; nothing can be sampled");
+  if (greedy) {
     out.token = best;
     out.logprob = report(best);
     return out;

@@ -3,18 +3,25 @@
 // stop ids masked), temperature, then top_k / top_p / min_p filtering, then a draw.
 // The logprob REPORTED for the drawn token is log_softmax(z / temperature) over the full vocabulary
 // without penalties or filtering — exactly what the trainer recomputes for the same weights, so PPO
-// ratios start at 1. Temperature 0 is greedy and reports log_softmax(z) (temperature 1).
+// ratios start at 1. Temperature 0 is greedy and reports log_softmax(z) (temperature 1); so is any
+// temperature below kGreedyTemperature (1e-5, vLLM's threshold): 1/T would overflow float or leave no
+// token with mass. A row with NaN or +inf logits is refused (ValueError) instead of drawing from it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/rng.h"
+#include "engine/constraint.h"
 
 namespace trinity::engine {
+
+// Temperatures below this are greedy (argmax), reported as temperature 1 like temperature 0.
+inline constexpr double kGreedyTemperature = 1e-5;
 
 struct SamplingParams {
   double temperature = 1.0;
@@ -30,6 +37,9 @@ struct SamplingParams {
   std::optional<uint64_t> seed;          // per request; sample i uses stream (seed, i)
   int64_t n = 1;
   int64_t top_logprobs = 0;              // alternatives reported per token (0..20)
+  // Constrained decoding (structured output): null = none. The reported logprobs are then those of
+  // the masked distribution (log_softmax over the allowed tokens), see constraint.h.
+  std::shared_ptr<const ConstraintFactory> constraint;
   // Throws ValueError("[sampling] <field> ...") naming the offending field.
   void validate() const;
 };
@@ -42,7 +52,9 @@ struct TokenChoice {
 
 // Samples one token from logits [V] (not modified: penalties and masks go to `scratch`, reused
 // memory). `history` are the prompt and generated ids (for the repetition penalty); `banned` ids
-// get -inf before sampling (min_tokens). Thread-safe for distinct rng/scratch (rows in parallel).
+// get -inf before sampling (min_tokens). Throws ValueError("[sampling] ...") when the row has a NaN
+// or +inf logit or no token with mass (the caller fails only that request). Thread-safe for distinct rng/scratch (rows
+// in parallel).
 TokenChoice sample_token(float* logits, int64_t v, const SamplingParams& p,
                          const std::vector<int32_t>& history, const std::vector<int32_t>& banned,
                          Rng& rng, std::vector<float>& scratch);

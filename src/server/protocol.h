@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/json_grammar.h"
 #include "tokenizer/jinja.h"
 
 namespace trinity::server {
@@ -42,6 +43,8 @@ struct CommonRequest {
   bool stream = false;
   bool include_usage = false;    // stream_options.include_usage
   bool return_token_ids = false; // RL extension: prompt_token_ids + token_ids per choice
+  // response_format json_object / json_schema: the grammar the output must follow (null: free text).
+  std::shared_ptr<const JsonGrammar> grammar;
 };
 
 struct ChatRequest : CommonRequest {

@@ -6,16 +6,39 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "server/json_limits.h"
 #include "server/protocol.h"
 
 namespace trinity::server {
+
+int json_depth(std::string_view s) {
+  int depth = 0, max_depth = 0;
+  bool in_str = false, esc = false;
+  for (char c : s) {
+    if (in_str) {
+      if (esc)
+        esc = false;
+      else if (c == '\\')
+        esc = true;
+      else if (c == '"')
+        in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
 
 namespace {
 
 using json = nlohmann::ordered_json;
 namespace jinja = tok::jinja;
 
-constexpr int kMaxDepth = 64;
+constexpr int kMaxDepth = kMaxJsonDepth;
 
 [[noreturn]] void bad(const std::string& param, const std::string& msg, const std::string& code = "") {
   throw ApiError(400, msg, param, code);
@@ -37,33 +60,20 @@ const char* type_name(const json& v) {
   bad(param, strcat("'", param, "' must be ", want, ", got ", type_name(got)));
 }
 
-// Nesting depth of JSON text (brackets outside strings), checked before parsing so a deeply
-// nested body cannot exhaust the stack of any recursive consumer.
-int json_depth(std::string_view s) {
-  int depth = 0, max_depth = 0;
-  bool in_str = false, esc = false;
-  for (char c : s) {
-    if (in_str) {
-      if (esc) esc = false;
-      else if (c == '\\') esc = true;
-      else if (c == '"') in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 json parse_body(std::string_view body) {
   if (json_depth(body) > kMaxDepth) bad("", strcat("request body nests deeper than ", kMaxDepth, " levels"));
   json j;
+  std::string last_key;  // names the field of a number that overflows a double (1e400)
   try {
-    j = json::parse(body);
+    j = json::parse(body, [&](int, json::parse_event_t ev, json& v) {
+      if (ev == json::parse_event_t::key && v.is_string()) last_key = v.get<std::string>();
+      return true;
+    });
   } catch (const json::parse_error& e) {
+    bad("", strcat("request body is not valid JSON: ", e.what()));
+  } catch (const json::out_of_range&) {
+    bad(last_key, strcat("'", last_key, "' is not a representable number (it overflows a double)"));
+  } catch (const json::exception& e) {
     bad("", strcat("request body is not valid JSON: ", e.what()));
   }
   if (!j.is_object()) bad("", strcat("request body must be a JSON object, got ", type_name(j)));
@@ -126,15 +136,45 @@ void refuse_unsupported(const json& j) {
     if (!v->is_object()) wrong_type("logit_bias", "an object", *v);
     if (!v->empty()) bad("logit_bias", "'logit_bias' is not supported");
   }
-  if (const json* v = field(j, "response_format")) {
-    if (!v->is_object()) wrong_type("response_format", "an object", *v);
-    const json* t = field(*v, "type");
-    if (t && (!t->is_string() || t->get<std::string>() != "text"))
-      bad("response_format", "only response_format {\"type\": \"text\"} is supported");
-  }
   if (field(j, "functions") || field(j, "function_call"))
     bad(field(j, "functions") ? "functions" : "function_call",
         "the deprecated 'functions' / 'function_call' fields are not supported; use 'tools'");
+}
+
+// response_format: text (default), json_object, or json_schema {name, schema, strict} -> a grammar
+// for constrained decoding (server/json_grammar.h).
+void parse_response_format(const json& j, CommonRequest& r) {
+  const json* v = field(j, "response_format");
+  if (!v) return;
+  if (!v->is_object()) wrong_type("response_format", "an object", *v);
+  const json* t = field(*v, "type");
+  if (!t || !t->is_string()) bad("response_format.type", "'response_format.type' must be a string");
+  const std::string type = t->get<std::string>();
+  if (type == "text") return;
+  if (type == "json_object") {
+    r.grammar = JsonGrammar::any_object();
+  } else if (type == "json_schema") {
+    const json* js = field(*v, "json_schema");
+    if (!js || !js->is_object()) wrong_type("response_format.json_schema", "an object", js ? *js : json());
+    const json* name = field(*js, "name");
+    if (!name || !name->is_string() || name->get<std::string>().empty())
+      bad("response_format.json_schema.name", "'response_format.json_schema.name' must be a non-empty string");
+    bool strict = false;
+    if (const json* st = field(*js, "strict")) {
+      if (!st->is_boolean()) wrong_type("response_format.json_schema.strict", "a boolean", *st);
+      strict = st->get<bool>();
+    }
+    const json* schema = field(*js, "schema");
+    if (!schema) {
+      r.grammar = JsonGrammar::any_object();
+    } else {
+      if (!schema->is_object()) wrong_type("response_format.json_schema.schema", "an object", *schema);
+      r.grammar = JsonGrammar::from_schema(schema->dump(), "response_format.json_schema.schema", strict);
+    }
+  } else {
+    bad("response_format.type",
+        strcat("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", got \"", type, "\""));
+  }
 }
 
 void parse_common(const json& j, CommonRequest& r, bool chat) {
@@ -203,6 +243,9 @@ void parse_common(const json& j, CommonRequest& r, bool chat) {
     }
   }
   if (auto v = get_bool(j, "ignore_eos")) p.ignore_eos = *v;
+  parse_response_format(j, r);
+  if (r.grammar && p.ignore_eos)
+    bad("ignore_eos", "'ignore_eos' cannot be combined with a JSON response_format (the output ends when the value is complete)");
   if (auto v = get_int(j, "seed")) p.seed = static_cast<uint64_t>(*v);
   if (auto v = get_bool(j, "stream")) r.stream = *v;
   if (const json* v = field(j, "stream_options")) {
@@ -266,10 +309,14 @@ jinja::Value message_value(const json& m, size_t i) {
       json call = c;
       // Templates print arguments with tojson when they are a mapping; OpenAI sends a JSON string.
       if (const json* args = field(*fn, "arguments"); args && args->is_string()) {
+        // A JSON string inside the body: the body's depth check did not see its nesting.
+        if (json_depth(args->get<std::string>()) > kMaxDepth)
+          bad(cat + ".function.arguments",
+              strcat("'", cat, ".function.arguments' nests deeper than ", kMaxDepth, " levels"));
         try {
           json parsed = json::parse(args->get<std::string>());
           if (parsed.is_object()) call["function"]["arguments"] = parsed;
-        } catch (const json::parse_error&) {
+        } catch (const json::exception&) {
           bad(cat + ".function.arguments", strcat("'", cat, ".function.arguments' is not valid JSON"));
         }
       }
@@ -297,20 +344,27 @@ ChatRequest parse_chat_request(std::string_view body) {
   r.messages = jinja::Value(std::move(arr));
 
   std::string tool_choice = "auto";
+  std::string forced;  // tool_choice {"type": "function", "function": {"name": ...}}
   if (const json* v = field(j, "tool_choice")) {
     if (v->is_string()) {
       tool_choice = v->get<std::string>();
-      if (tool_choice != "auto" && tool_choice != "none") {
-        if (tool_choice == "required")
-          bad("tool_choice", "tool_choice \"required\" is not supported (no constrained decoding); use \"auto\"");
-        bad("tool_choice", strcat("'tool_choice' must be \"auto\" or \"none\", got \"", tool_choice, "\""));
-      }
+      if (tool_choice != "auto" && tool_choice != "none" && tool_choice != "required")
+        bad("tool_choice",
+            strcat("'tool_choice' must be \"auto\", \"none\" or \"required\", got \"", tool_choice, "\""));
     } else if (v->is_object()) {
-      bad("tool_choice", "forcing a named tool is not supported (no constrained decoding); use \"auto\"");
+      const json* ty = field(*v, "type");
+      const json* fn = field(*v, "function");
+      const json* nm = fn && fn->is_object() ? field(*fn, "name") : nullptr;
+      if (!ty || !ty->is_string() || ty->get<std::string>() != "function" || !nm || !nm->is_string())
+        bad("tool_choice", "'tool_choice' as an object must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+      tool_choice = "function";
+      forced = nm->get<std::string>();
     } else {
-      wrong_type("tool_choice", "a string", *v);
+      wrong_type("tool_choice", "a string or an object", *v);
     }
   }
+  if ((tool_choice == "required" || tool_choice == "function") && r.grammar)
+    bad("tool_choice", "a forced tool call cannot be combined with a JSON response_format");
   if (const json* v = field(j, "parallel_tool_calls"); v && !v->is_boolean())
     wrong_type("parallel_tool_calls", "a boolean", *v);
   if (const json* tools = field(j, "tools")) {
@@ -330,11 +384,28 @@ ChatRequest parse_chat_request(std::string_view body) {
       if (const json* params = field(*fn, "parameters"); params && !params->is_object())
         wrong_type(at + ".function.parameters", "an object", *params);
     }
-    if (!tools->empty() && tool_choice == "auto") {
+    if (!tools->empty() && tool_choice != "none") {
       r.tools = jinja::Value::from_json(tools->dump(-1, ' ', false, json::error_handler_t::replace));
       r.parse_tool_calls = true;
     }
+    if (tool_choice == "required" || tool_choice == "function") {
+      // Constrained decoding: the output is one call of the (named) tool, in the Qwen syntax.
+      std::vector<std::pair<std::string, std::string>> allowed;
+      for (const json& t : *tools) {
+        const std::string name = t["function"]["name"].get<std::string>();
+        if (tool_choice == "function" && name != forced) continue;
+        const json* params = field(t["function"], "parameters");
+        allowed.emplace_back(name, params ? params->dump() : "");
+      }
+      if (allowed.empty())
+        bad("tool_choice", tool_choice == "function" ? strcat("tool_choice names '", forced, "', which is not in 'tools'")
+                                                     : std::string("tool_choice \"required\" needs 'tools'"));
+      r.grammar = JsonGrammar::tool_call(allowed, "tools");
+    }
   }
+  if ((tool_choice == "required" || tool_choice == "function") && !r.grammar)
+    bad("tool_choice", "a forced tool call needs 'tools'");
+  if (r.grammar && r.sampling.ignore_eos) bad("ignore_eos", "'ignore_eos' cannot be combined with a forced tool call");
   if (const json* v = field(j, "chat_template_kwargs")) {
     if (!v->is_object()) wrong_type("chat_template_kwargs", "an object", *v);
     json rest = json::object();

@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "server/http_server.h"
 #include "server/protocol.h"
+#include "server/token_mask.h"
 #include "server/tool_calls.h"
 
 namespace trinity::server {
@@ -152,11 +153,25 @@ struct Server::Impl {
   }
 
   // Adds the server's stop ids (tokenizer EOS) unless the client asked to ignore EOS.
+  // The client's own stop_token_ids must be in the vocabulary (400 naming the parameter).
   void add_stop_ids(engine::SamplingParams& p) const {
+    check_ids(p.stop_token_ids, "stop_token_ids");
     if (p.ignore_eos) return;
     for (int32_t id : stop_ids)
       if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), id) == p.stop_token_ids.end())
         p.stop_token_ids.push_back(id);
+  }
+
+  // Constrained decoding for response_format: the vocabulary trie is built once, on first use.
+  std::once_flag trie_once;
+  std::shared_ptr<const TokenTrie> trie;
+  void attach_grammar(CommonRequest& r) {
+    if (!r.grammar) return;
+    if (!tok) throw ApiError(400, "response_format needs the model's tokenizer", "response_format");
+    std::call_once(trie_once, [&] { trie = std::make_shared<TokenTrie>(*tok); });
+    std::vector<int32_t> end = r.sampling.stop_token_ids;
+    for (int32_t id : engine->eos_ids()) end.push_back(id);
+    r.sampling.constraint = std::make_shared<GrammarConstraintFactory>(r.grammar, trie, std::move(end));
   }
 
   void check_ids(const std::vector<int32_t>& ids, const std::string& param) const {
@@ -339,6 +354,7 @@ void Server::Impl::handle_chat(const http::Request& req, http::Response& res) {
   auto prompt = std::make_shared<std::vector<int32_t>>(chat_prompt(*r));
   fit_to_context(*r, static_cast<int64_t>(prompt->size()), engine->max_model_len(), "messages");
   add_stop_ids(r->sampling);
+  attach_grammar(*r);
   const ResponseMeta meta{random_id("chatcmpl-"), unix_now(), opts.model_name};
   const TokenDescriber desc = describer();
   if (!r->stream) {
@@ -455,6 +471,7 @@ void Server::Impl::handle_completions(const http::Request& req, http::Response& 
   for (const auto& p : *prompts) longest = std::max(longest, p.size());
   fit_to_context(*r, static_cast<int64_t>(longest), engine->max_model_len(), "prompt");
   add_stop_ids(r->sampling);
+  attach_grammar(*r);
   const ResponseMeta meta{random_id("cmpl-"), unix_now(), opts.model_name};
   const TokenDescriber desc = describer();
   if (!r->stream) {

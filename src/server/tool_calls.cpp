@@ -5,6 +5,9 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <stdexcept>
+
+#include "server/json_limits.h"
 
 namespace trinity::server {
 
@@ -51,8 +54,10 @@ ParsedToolCalls parse_tool_calls(const std::string& text) {
         trim(std::string_view(text).substr(body, close == std::string::npos ? std::string::npos : close - body));
     json j;
     try {
+      // Model output can nest arbitrarily deep (or hold 1e400): not a call, left as text.
+      if (json_depth(block) > kMaxJsonDepth) throw std::invalid_argument("too deep");
       j = json::parse(block);
-    } catch (const json::parse_error&) {
+    } catch (const std::exception&) {
       ok = false;
       break;
     }

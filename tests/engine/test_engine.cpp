@@ -276,6 +276,55 @@ TEST(Engine, ClearErrors) {
   EXPECT_THROW(Engine(m, 0, nullptr, bad), ValueError) << "a zero prefill budget would never prefill";
 }
 
+// A request that cannot be sampled fails alone: a temperature in (0, 1e-10] once underflowed the
+// sampler (token -1, which then failed every request batched with it); now it is greedy. A row with
+// NaN logits (here from a constraint) fails its own request with a clear error, and the request
+// batched with it finishes normally.
+namespace {
+struct NanConstraint : Constraint {
+  void mask(float* logits, int64_t) override { logits[3] = std::nanf(""); }
+  void advance(int32_t) override {}
+};
+struct NanFactory : ConstraintFactory {
+  std::unique_ptr<Constraint> start() const override { return std::make_unique<NanConstraint>(); }
+};
+}  // namespace
+
+TEST(Engine, OneBadRowFailsOnlyItsRequest) {
+  auto m = make_model(12);
+  Engine e(m, 0, nullptr, small_opts());
+  SamplingParams good;
+  good.temperature = 1.0;
+  good.max_tokens = 12;
+  good.ignore_eos = true;
+  good.seed = 3;
+  SamplingParams greedy = good;
+  greedy.temperature = 0.0;
+  const auto want_greedy = e.generate({1, 2, 3}, greedy).completions[0].token_ids;
+  const auto want_good = e.generate({4, 5}, good).completions[0].token_ids;
+  for (double tiny : {1e-10, 1e-12, 1e-30, 1e-300, 5e-324}) {
+    SamplingParams t = good;
+    t.temperature = tiny;
+    auto h1 = e.submit({1, 2, 3}, t);
+    auto h2 = e.submit({4, 5}, good);
+    const auto r1 = h1.wait(), r2 = h2.wait();
+    ASSERT_EQ(r1.error, "") << "temperature " << tiny;
+    ASSERT_EQ(r2.error, "") << "batched with temperature " << tiny;
+    EXPECT_EQ(r1.completions[0].token_ids, want_greedy) << "a tiny temperature is greedy";
+    EXPECT_EQ(r2.completions[0].token_ids, want_good);
+  }
+  SamplingParams nan = good;
+  nan.constraint = std::make_shared<NanFactory>();
+  auto h1 = e.submit({1, 2, 3}, nan);
+  auto h2 = e.submit({4, 5}, good);
+  const auto r1 = h1.wait(), r2 = h2.wait();
+  EXPECT_NE(r1.error.find("not finite"), std::string::npos) << r1.error;
+  EXPECT_EQ(r1.completions[0].finish_reason, "error");
+  EXPECT_EQ(r2.error, "");
+  EXPECT_EQ(r2.completions[0].token_ids, want_good);
+  EXPECT_EQ(r2.completions[0].finish_reason, "length");
+}
+
 // With the real Qwen3 tokenizer (shipped by the npm oracle package): streamed text deltas add up
 // to the completion text, and a stop string truncates the text (not the token ids) and stops.
 TEST(Engine, TextStreamingAndStopStringsWithRealTokenizer) {

@@ -2,7 +2,9 @@
 // min_p restrict the draw; repetition penalty and bans; parameter validation names the field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -51,6 +53,40 @@ TEST(Sampling, GreedyAndBans) {
   EXPECT_NEAR(c.logprob, log_softmax_at({0.0f, 3.0f, 1.0f}, 1.0, 1), 1e-6);
   c = sample_token(z.data(), 3, p, {}, {1}, rng, s);
   EXPECT_EQ(c.token, 2) << "banned id never drawn";
+}
+
+// Temperatures below kGreedyTemperature are greedy (1/T once overflowed the tempered exps and drew
+// token -1); non-finite logits are refused with a clear error instead of drawing garbage.
+TEST(Sampling, TinyTemperatureIsGreedyAndNonFiniteLogitsThrow) {
+  std::vector<float> z(40);
+  for (size_t i = 0; i < z.size(); ++i) z[i] = 3.0f * std::sin(static_cast<float>(i) * 1.7f) + 20.0f;
+  const int32_t best = static_cast<int32_t>(std::max_element(z.begin(), z.end()) - z.begin());
+  std::vector<float> s;
+  for (double t : {1e-6, 1e-10, 1e-20, 1e-40, 5e-324}) {
+    for (double rp : {1.0, 1.2}) {
+      SamplingParams p;
+      p.temperature = t;
+      p.repetition_penalty = rp;
+      Rng rng(5);
+      auto c = sample_token(z.data(), 40, p, {}, {}, rng, s);
+      EXPECT_EQ(c.token, best) << "temperature " << t;
+      EXPECT_NEAR(c.logprob, log_softmax_at(z, 1.0, best), 1e-5) << "reported like temperature 0";
+    }
+  }
+  for (float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    auto zz = z;
+    zz[7] = bad;
+    for (double t : {0.0, 1.0}) {
+      SamplingParams p;
+      p.temperature = t;
+      Rng rng(5);
+      EXPECT_THROW(sample_token(zz.data(), 40, p, {}, {}, rng, s), ValueError);
+    }
+  }
+  std::vector<float> none(40, -std::numeric_limits<float>::infinity());
+  SamplingParams p;
+  Rng rng(5);
+  EXPECT_THROW(sample_token(none.data(), 40, p, {}, {}, rng, s), ValueError) << "every token masked";
 }
 
 TEST(Sampling, TopPAndMinPKeepOnlyTheHead) {

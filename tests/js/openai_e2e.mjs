@@ -363,6 +363,37 @@ await check("errors_openai_shaped", async () => {
   eq(h.status, "ok", "server alive after bad requests");
 });
 
+// Structured output through the official client's parse(): a strict JSON schema; the random tiny
+// model must still produce schema-valid JSON (constrained decoding), which parse() turns into
+// message.parsed.
+await check("structured_output_parse", async () => {
+  const schema = {
+    type: "object", additionalProperties: false, required: ["answer", "confident", "count"],
+    properties: { answer: { enum: ["yes", "no", "maybe"] }, confident: { type: "boolean" },
+                  count: { type: "integer" } },
+  };
+  const outs = [];
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.parse({
+      model: MODEL, messages: hello, temperature: 1, seed, max_tokens: 200,
+      response_format: { type: "json_schema", json_schema: { name: "answer", strict: true, schema } },
+    });
+    const m = r.choices[0].message;
+    eq(r.choices[0].finish_reason, "stop", "finish_reason");
+    assert(m.parsed && typeof m.parsed === "object", `parsed: ${m.content}`);
+    eq(Object.keys(m.parsed), ["answer", "confident", "count"], "keys");
+    assert(["yes", "no", "maybe"].includes(m.parsed.answer), `answer ${m.content}`);
+    assert(typeof m.parsed.confident === "boolean" && Number.isInteger(m.parsed.count), `types ${m.content}`);
+    outs.push(m.content);
+  }
+  await expectApiError(client.chat.completions.create({
+    model: MODEL, messages: hello,
+    response_format: { type: "json_schema", json_schema: { name: "x", strict: true,
+                                                           schema: { type: "string", pattern: "a+" } } },
+  }), 400, "response_format.json_schema.schema");
+  return { outputs: outs };
+});
+
 await check("concurrent_clients_are_batched", async () => {
   const before = await health();
   const N = 32, T = 16;

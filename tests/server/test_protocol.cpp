@@ -151,13 +151,48 @@ TEST(ServerProtocol, OutOfRangeValues) {
   chat_error(chat(R"("stream_options": {"include_usage": true})"), "stream_options");  // without stream
 }
 
+// A number that overflows a double (1e400) was a json out_of_range escaping as 500: now 400 naming
+// the field. A tool-call arguments string is JSON inside JSON: its nesting is checked with the
+// body's limit before it is parsed (it was parsed and re-dumped recursively, unchecked).
+TEST(ServerProtocol, OverflowingNumbersAndDeepArgumentStrings) {
+  chat_error(chat(R"("temperature": 1e400)"), "temperature");
+  chat_error(chat(R"("top_p": -1e999)"), "top_p");
+  completion_error(R"({"prompt": "x", "max_tokens": 1e400})", "max_tokens");
+  auto call_with = [](const std::string& args) {
+    json m = {{"role", "assistant"},
+              {"tool_calls",
+               json::array({{{"id", "c"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", args}}}}})}};
+    return json{{"messages", json::array({m})}}.dump();
+  };
+  const std::string deep = std::string(5000, '[') + std::string(5000, ']');
+  ApiError e = chat_error(call_with("{\"a\": " + deep + "}"), "messages[0].tool_calls[0].function.arguments");
+  EXPECT_NE(std::string(e.what()).find("deeper"), std::string::npos) << e.what();
+  const std::string ok64 = std::string(63, '[') + std::string(63, ']');
+  EXPECT_NO_THROW(parse_chat_request(call_with("{\"a\": " + ok64 + "}"))) << "64 levels are allowed";
+  chat_error(call_with("{\"a\": 1e400}"), "messages[0].tool_calls[0].function.arguments");
+}
+
 TEST(ServerProtocol, UnsupportedFeaturesAreRefusedNotIgnored) {
   chat_error(chat(R"("presence_penalty": 0.5)"), "presence_penalty");
   chat_error(chat(R"("frequency_penalty": 1)"), "frequency_penalty");
   chat_error(chat(R"("logit_bias": {"5": 10})"), "logit_bias");
-  chat_error(chat(R"("response_format": {"type": "json_object"})"), "response_format");
+  chat_error(chat(R"("response_format": {"type": "xml"})"), "response_format.type");
+  chat_error(chat(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}}})"),
+             "response_format.json_schema.name");
+  chat_error(chat(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
+             "schema": {"type": "string", "pattern": "a+"}}})"), "response_format.json_schema.schema");
+  chat_error(chat(R"("response_format": {"type": "json_object"}, "ignore_eos": true)"), "ignore_eos");
+  EXPECT_NE(parse_chat_request(chat(R"("response_format": {"type": "json_object"})")).grammar, nullptr);
+  EXPECT_NE(parse_chat_request(chat(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x",
+             "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}})")).grammar, nullptr);
   chat_error(chat(R"("tool_choice": "required")"), "tool_choice");
   chat_error(chat(R"("tool_choice": {"type": "function", "function": {"name": "f"}})"), "tool_choice");
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
+  chat_error(chat(tools + R"(, "tool_choice": {"type": "function", "function": {"name": "g"}})"), "tool_choice");
+  chat_error(chat(tools + R"(, "tool_choice": "sometimes")"), "tool_choice");
+  EXPECT_NE(parse_chat_request(chat(tools + R"(, "tool_choice": "required")")).grammar, nullptr);
+  EXPECT_TRUE(parse_chat_request(chat(tools + R"(, "tool_choice": {"type": "function", "function": {"name": "f"}})"))
+                  .parse_tool_calls);
   chat_error(chat(R"("functions": [])"), "functions");
   EXPECT_NO_THROW(parse_chat_request(chat(R"("logit_bias": {}, "response_format": {"type": "text"})")));
 }

@@ -137,6 +137,83 @@ TEST_F(ServerTools, ToolCallBecomesOpenAIToolCalls) {
   EXPECT_EQ(json::parse(call["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
 }
 
+// An out-of-vocabulary stop token id was accepted silently (it can never match): 400 naming it.
+TEST_F(ServerTools, OutOfVocabularyStopTokenIdsAreRefused) {
+  json body = request(false, false);
+  body["stop_token_ids"] = json::array({1, engine_->config().vocab_size + 5});
+  json r = post(body, 400);
+  EXPECT_EQ(r["error"]["param"], "stop_token_ids") << raw_;
+  body["stop_token_ids"] = json::array({1});
+  post(body, 200);
+}
+
+// response_format json_schema: whatever the (here: near-uniform under the mask) model samples, the
+// output is JSON valid for the schema and ends with EOS once the value is complete.
+TEST_F(ServerTools, JsonSchemaResponseFormatGivesSchemaValidJson) {
+  json body = request(false, false);
+  body["temperature"] = 1.0;
+  body["n"] = 6;
+  body["seed"] = 11;
+  body["max_tokens"] = 300;
+  body["response_format"] = json::parse(R"({"type": "json_schema", "json_schema": {"name": "answer", "strict": true,
+    "schema": {"type": "object", "additionalProperties": false, "required": ["kind", "ok", "n", "sub"],
+      "properties": {"kind": {"enum": ["cat", "dog", "bird"]}, "ok": {"type": "boolean"},
+                     "n": {"type": "integer"},
+                     "sub": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/pair"}]}},
+      "$defs": {"pair": {"type": "object", "additionalProperties": false, "required": ["a", "b"],
+                         "properties": {"a": {"type": "boolean"}, "b": {"const": [1, 2]}}}}}}})");
+  json r = post(body);
+  ASSERT_EQ(r["choices"].size(), 6u) << raw_;
+  std::set<std::string> texts;
+  for (const json& c : r["choices"]) {
+    EXPECT_EQ(c["finish_reason"], "stop") << c.dump();
+    const std::string text = c["message"]["content"].get<std::string>();
+    texts.insert(text);
+    json v;
+    ASSERT_NO_THROW(v = json::parse(text)) << text;
+    ASSERT_TRUE(v.is_object()) << text;
+    EXPECT_EQ(v.size(), 4u) << text;
+    EXPECT_TRUE(v["kind"] == "cat" || v["kind"] == "dog" || v["kind"] == "bird") << text;
+    EXPECT_TRUE(v["ok"].is_boolean()) << text;
+    EXPECT_TRUE(v["n"].is_number_integer()) << text;
+    if (!v["sub"].is_null()) {
+      EXPECT_TRUE(v["sub"]["a"].is_boolean()) << text;
+      EXPECT_EQ(v["sub"]["b"], json({1, 2})) << text;
+      EXPECT_EQ(v["sub"].size(), 2u) << text;
+    }
+    for (const json& lp : c["logprobs"]["content"]) EXPECT_LE(lp["logprob"].get<double>(), 0.0);
+  }
+  EXPECT_GT(texts.size(), 1u) << "the samples should differ (the mask is not a fixed output)";
+}
+
+// tool_choice naming a tool (and "required"): sampled at temperature 1, every choice is a call of
+// that tool with schema-valid arguments, parsed into tool_calls.
+TEST_F(ServerTools, ToolChoiceForcesAValidCall) {
+  for (const json& choice : {json::parse(R"({"type": "function", "function": {"name": "get_weather"}})"), json("required")}) {
+    json body = request(true, false);
+    body["tools"] = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters":
+        {"type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]}, "days": {"type": "integer"}},
+         "required": ["city", "days"]}}}, {"type": "function", "function": {"name": "other"}}])");
+    body["tool_choice"] = choice;
+    body["temperature"] = 1.0;
+    body["n"] = 4;
+    body["seed"] = 5;
+    body["max_tokens"] = 200;
+    json r = post(body);
+    ASSERT_EQ(r["choices"].size(), 4u) << raw_;
+    for (const json& c : r["choices"]) {
+      EXPECT_EQ(c["finish_reason"], "tool_calls") << c.dump();
+      ASSERT_EQ(c["message"]["tool_calls"].size(), 1u) << c.dump();
+      const json& fn = c["message"]["tool_calls"][0]["function"];
+      if (choice.is_string() && fn["name"] == "other") continue;
+      EXPECT_EQ(fn["name"], "get_weather") << c.dump();
+      json args = json::parse(fn["arguments"].get<std::string>());
+      EXPECT_TRUE(args["city"] == "Paris" || args["city"] == "Rome") << args.dump();
+      EXPECT_TRUE(args["days"].is_number_integer()) << args.dump();
+    }
+  }
+}
+
 TEST_F(ServerTools, WithoutToolsTheTextStaysContent) {
   json r = post(request(false, false));
   const json& c = r["choices"][0];

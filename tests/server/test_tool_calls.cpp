@@ -62,6 +62,20 @@ TEST(ToolCalls, MalformedBlocksKeepEverythingAsContent) {
   }
 }
 
+// Model output nested past the JSON depth limit (or with an overflowing number) is not a call:
+// it stays content instead of recursing through it or escaping as an exception.
+TEST(ToolCalls, TooDeepOrOverflowingBlocksStayContent) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string text :
+       {"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + deep + "}}</tool_call>",
+        std::string("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1e400}}</tool_call>")}) {
+    ParsedToolCalls p = parse_tool_calls(text);
+    EXPECT_TRUE(p.calls.empty());
+    ASSERT_TRUE(p.content.has_value());
+    EXPECT_EQ(*p.content, text);
+  }
+}
+
 TEST(ToolCalls, StreamFilterHoldsBackTheTag) {
   ToolCallStreamFilter f;
   std::string out;
