@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 #include "core/log.h"
 #include "model/checkpoint.h"
 
@@ -177,6 +178,7 @@ void reject_unsupported(const json& j, const std::string& src, Arch arch) {
 ModelConfig parse_config(const std::string& json_text, const std::string& source) {
   const std::string& src = source;
   json j;
+  check_json_depth(json_text, src, kMaxJsonDepth, "model");
   try {
     j = json::parse(json_text);
   } catch (const json::parse_error& e) {

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/unicode.h"
@@ -128,8 +129,10 @@ Tokenizer Tokenizer::load(const std::string& path) {
     const std::string cj = file::join(path, "tokenizer_config.json");
     if (file::exists(cj)) {
       json cfg;
+      const std::string cfg_text = file::read_all(cj);
+      check_json_depth(cfg_text, cj, kMaxJsonDepth, "tokenizer");
       try {
-        cfg = json::parse(file::read_all(cj));
+        cfg = json::parse(cfg_text);
       } catch (const json::exception& e) {
         throw ConfigError("tokenizer", strcat(cj, ": invalid JSON: ", e.what()));
       }
@@ -150,6 +153,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
 
 Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin) {
   json j;
+  check_json_depth(text, origin, kMaxJsonDepth, "tokenizer");
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {

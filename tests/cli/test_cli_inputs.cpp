@@ -1,0 +1,150 @@
+// Hostile inputs to the `trinity` binary: every one must end in one line
+// "trinity: error: [component] ..." naming the input and exit code 1, never a signal, a hang
+// (each subprocess runs under `timeout`) or "internal error".
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTrinity = std::string(TRINITY_BINARY_DIR) + "/trinity";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Result {
+  int code = -1;  // -1: killed by a signal (or by the timeout)
+  std::string out, err;
+};
+
+class CliInputs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = (fs::temp_directory_path() / ("trinity_cli_inputs_" + std::to_string(getpid()))).string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const Result r =
+        run("init-model --arch qwen2 --hidden 32 --layers 1 --heads 2 --intermediate 64 "
+            "--max-pos 64 --tokenizer bytes --seed 3 --out " +
+            dir_ + "/model");
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  // `trinity <args>` under a 60 s timeout (`env` prefix allowed); stdout and stderr captured.
+  static Result run(const std::string& args, const std::string& env = "", int timeout_s = 60) {
+    const std::string o = dir_ + "/stdout.txt", e = dir_ + "/stderr.txt";
+    const std::string cmd =
+        env + " timeout -s KILL " + std::to_string(timeout_s) + " " + kTrinity + " " + args + " >" + o + " 2>" + e;
+    const int rc = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    r.out = slurp(o);
+    r.err = slurp(e);
+    return r;
+  }
+
+  static std::string write(const std::string& name, const std::string& text) {
+    const std::string p = dir_ + "/" + name;
+    fs::create_directories(fs::path(p).parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  // A GRPO config on the tiny model whose taskset is `taskset`; `extra` is appended.
+  static std::string config(const std::string& name, const std::string& taskset, const std::string& extra = "") {
+    return write(name + ".yaml",
+                 "project: inputs\n"
+                 "name: " +
+                     name +
+                     "\n"
+                     "checkpoint_root_dir: " +
+                     dir_ +
+                     "/ck\n"
+                     "model: {model_path: " +
+                     dir_ +
+                     "/model, max_prompt_tokens: 32, max_response_tokens: 8}\n"
+                     "algorithm: {algorithm_type: grpo, repeat_times: 2, kl_loss_fn: none, optimizer: {lr: 1e-3}}\n"
+                     "buffer:\n"
+                     "  batch_size: 1\n"
+                     "  total_steps: 1\n"
+                     "  explorer_input:\n"
+                     "    taskset:\n"
+                     "      name: t\n"
+                     "      path: " +
+                     taskset +
+                     "\n"
+                     "      format: {prompt_key: prompt, response_key: answer}\n"
+                     "    default_workflow_type: arithmetic_workflow\n"
+                     "synchronizer: {sync_method: memory, sync_interval: 1}\n"
+                     "monitor: {monitor_type: jsonl}\n" +
+                     extra);
+  }
+
+  static std::string dir_;
+};
+
+std::string CliInputs::dir_;
+
+std::string nested(size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+void expect_one_error_line(const Result& r, const std::string& needle) {
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("trinity: error: [", 0), 0u) << r.err.substr(0, 2000);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err.substr(0, 2000);
+}
+
+// For commands that log progress first (run): the last stderr line is the error.
+void expect_error_last_line(const Result& r, const std::string& needle) {
+  EXPECT_EQ(r.code, 1) << r.err.substr(0, 2000);
+  std::string last = r.err;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  EXPECT_EQ(last.rfind("trinity: error: [", 0), 0u) << r.err.substr(0, 2000);
+  EXPECT_NE(last.find(needle), std::string::npos) << "expected '" << needle << "' in: " << last;
+}
+
+}  // namespace
+
+// --- JSON nested 100k deep: nlohmann's recursive code would overflow the stack (SIGSEGV) ---
+
+TEST_F(CliInputs, DeeplyNestedTasksetRowIsAnError) {
+  const std::string ts = write("deep/train.jsonl",
+                               "{\"prompt\": \"1+1\", \"answer\": \"2\"}\n"
+                               "{\"prompt\": \"1+2\", \"answer\": \"3\", \"x\": " +
+                                   nested(100000) + "}\n");
+  const std::string cfg = config("deep", ts);
+  expect_one_error_line(run("debug workflow --config " + cfg + " --task 0"), "train.jsonl:2: JSON nested deeper");
+  expect_error_last_line(run("run --config " + cfg), "train.jsonl:2: JSON nested deeper");
+}
+
+TEST_F(CliInputs, DeeplyNestedJsonInputsAreErrors) {
+  const std::string tokens = write("deep_tokens.jsonl", "{\"tokens\": " + nested(100000) + "}\n");
+  expect_one_error_line(run("debug logprobs --model " + dir_ + "/model --input " + tokens + " --output " + dir_ + "/o"),
+                        "deep_tokens.jsonl:1");
+  const std::string text = write("deep_text.jsonl", "{\"text\": \"hi\"}\n{\"messages\": " + nested(100000) + "}\n");
+  expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/model --input " + text + " --output " + dir_ + "/o"),
+                        "deep_text.jsonl:2");
+  fs::create_directories(dir_ + "/deep_tok");
+  write("deep_tok/tokenizer.json", "{\"model\": " + nested(100000) + "}");
+  expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/deep_tok --input " + text + " --output " + dir_ + "/o"),
+                        "tokenizer.json");
+  const std::string exps = write("deep_buf/experiences.jsonl", "{\"tokens\": " + nested(100000) + "}\n");
+  expect_one_error_line(run("buffer head --path " + exps), "nested deeper");
+}
