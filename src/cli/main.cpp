@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,11 @@ int main(int argc, char** argv) {
     return found->fn(Argv(args.begin() + static_cast<long>(consumed), args.end()));
   } catch (const trinity::Error& e) {
     std::fprintf(stderr, "trinity: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "trinity: error: [memory] out of memory (a model, KV cache or data set too large for this "
+                 "machine's RAM; try a smaller model, batch or max_model_len)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trinity: internal error: %s\n", e.what());

@@ -148,3 +148,23 @@ TEST_F(CliInputs, DeeplyNestedJsonInputsAreErrors) {
   const std::string exps = write("deep_buf/experiences.jsonl", "{\"tokens\": " + nested(100000) + "}\n");
   expect_one_error_line(run("buffer head --path " + exps), "nested deeper");
 }
+
+// --- sizes: a huge shape is one error before anything is allocated (was SIGABRT in an assertion) ---
+
+TEST_F(CliInputs, HugeModelSizesAreErrors) {
+  const std::string base = "init-model --arch qwen2 --hidden 32 --layers 1 --heads 2 --intermediate 64 --out " + dir_;
+  expect_one_error_line(run(base + "/v1 --vocab 10000000000"), "vocab_size");
+  // Each dimension within bounds, but the whole model cannot fit in memory.
+  expect_one_error_line(run("init-model --arch qwen2 --hidden 16384 --layers 1000 --heads 128 --intermediate 65536 "
+                            "--vocab 1000 --out " +
+                            dir_ + "/v2"),
+                        "allocating the model weights");
+  std::string cfg = slurp(dir_ + "/model/config.json");
+  const auto pos = cfg.find("\"intermediate_size\"");
+  ASSERT_NE(pos, std::string::npos);
+  fs::create_directories(dir_ + "/huge");
+  fs::copy(dir_ + "/model", dir_ + "/huge", fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  write("huge/config.json", cfg.replace(pos, 19, "\"intermediate_size\": 10000000000, \"unused_key\""));
+  expect_one_error_line(run("debug logprobs --model " + dir_ + "/huge --input " + dir_ + "/x --output " + dir_ + "/o"),
+                        "intermediate_size");
+}
