@@ -168,3 +168,18 @@ TEST_F(CliInputs, HugeModelSizesAreErrors) {
   expect_one_error_line(run("debug logprobs --model " + dir_ + "/huge --input " + dir_ + "/x --output " + dir_ + "/o"),
                         "intermediate_size");
 }
+
+// --- tokenizer.json ids: were narrowed to 32 bits unchecked (an out-of-bounds write) ---
+
+TEST_F(CliInputs, OutOfRangeTokenizerIdsAreErrors) {
+  const std::string tj = slurp(dir_ + "/model/tokenizer.json");
+  const auto pos = tj.find("\"id\": 258");
+  ASSERT_NE(pos, std::string::npos);
+  const std::string text = write("tok_in.jsonl", "{\"text\": \"hello\"}\n");
+  for (const std::string id : {"4294967295", "-5", "100000000"}) {
+    std::string bad = tj;
+    write("bad_tok/tokenizer.json", bad.replace(pos, 9, "\"id\": " + id));
+    expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/bad_tok --input " + text + " --output " + dir_ + "/o"),
+                          id == "100000000" ? "largest token id 100000000" : "added_tokens[2]");
+  }
+}
