@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -181,5 +183,22 @@ TEST_F(CliInputs, OutOfRangeTokenizerIdsAreErrors) {
     write("bad_tok/tokenizer.json", bad.replace(pos, 9, "\"id\": " + id));
     expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/bad_tok --input " + text + " --output " + dir_ + "/o"),
                           id == "100000000" ? "largest token id 100000000" : "added_tokens[2]");
+  }
+}
+
+// --- chat templates that would hang or exhaust memory: limits with a clear error ---
+
+TEST_F(CliInputs, RunawayChatTemplatesAreErrors) {
+  fs::create_directories(dir_ + "/tmpl");
+  fs::copy_file(dir_ + "/model/tokenizer.json", dir_ + "/tmpl/tokenizer.json", fs::copy_options::overwrite_existing);
+  const std::string msgs = write("msgs.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
+  for (const auto& [tmpl, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"{% for i in range(1000000000) %}x{% endfor %}", "range()"},
+           {"{{ 'x' * 1000000000 }}", "'*' would build"},
+           {"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "loop iterations"},
+           {"{% for i in range(1000000) %}{{ 'y' * 1000 }}{% endfor %}", "rendered output"}}) {
+    write("tmpl/tokenizer_config.json", "{\"chat_template\": \"" + tmpl + "\"}");
+    expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/tmpl --input " + msgs + " --output " + dir_ + "/o"),
+                          needle);
   }
 }
