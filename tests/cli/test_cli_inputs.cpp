@@ -202,3 +202,9 @@ TEST_F(CliInputs, RunawayChatTemplatesAreErrors) {
                           needle);
   }
 }
+
+// --- CLI: a stray positional argument (was silently dropped) ---
+
+TEST_F(CliInputs, StrayPositionalArgumentIsAnError) {
+  expect_one_error_line(run("config check --config " + dir_ + "/none.yaml --set a=1 b=2"), "unexpected argument 'b=2'");
+}
