@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
 
@@ -66,6 +67,19 @@ int main(int argc, char** argv) {
     }
     if (found) break;
   }
+  if (!found) {  // a command group ("trinity buffer [--help]"): list its commands
+    std::string group;
+    for (const auto& c : kCommands) {
+      const std::string name = c.name;
+      if (name.rfind(args[0] + " ", 0) == 0) group += "  " + name + "  " + c.help + "\n";
+    }
+    if (!group.empty()) {
+      const bool help = args.size() >= 2 && (args[1] == "--help" || args[1] == "-h");
+      std::fprintf(help ? stdout : stderr, "usage: trinity %s <command> [flags]\n\ncommands:\n%s", args[0].c_str(),
+                   group.c_str());
+      return help ? 0 : 2;
+    }
+  }
   if (!found) {
     std::fprintf(stderr, "trinity: unknown command '%s'\n", args[0].c_str());
     usage(stderr);
@@ -73,6 +87,9 @@ int main(int argc, char** argv) {
   }
   try {
     return found->fn(Argv(args.begin() + static_cast<long>(consumed), args.end()));
+  } catch (const trinity::cli::HelpRequested& h) {
+    std::fputs(h.usage.c_str(), stdout);
+    return 0;
   } catch (const trinity::Error& e) {
     std::fprintf(stderr, "trinity: error: %s\n", e.what());
     return 1;

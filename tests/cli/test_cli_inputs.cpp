@@ -208,3 +208,16 @@ TEST_F(CliInputs, RunawayChatTemplatesAreErrors) {
 TEST_F(CliInputs, StrayPositionalArgumentIsAnError) {
   expect_one_error_line(run("config check --config " + dir_ + "/none.yaml --set a=1 b=2"), "unexpected argument 'b=2'");
 }
+
+TEST_F(CliInputs, HelpOnSubcommandsAndGroups) {
+  Result r = run("run --help");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("usage: trinity run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--config"), std::string::npos) << r.out;
+  r = run("buffer --help");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("buffer stats"), std::string::npos) << r.out;
+  r = run("debug workflow -h");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("--no-color"), std::string::npos) << r.out;
+}
