@@ -178,6 +178,7 @@ std::vector<RawRow> read_rows_checked(const std::string& file, bool strict, Load
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (ext == ".json" && first != std::string::npos && text[first] == '[') {
     json arr;
+    check_json_depth(text, file, kMaxJsonDepth, "buffer");
     try {
       arr = json::parse(text);
     } catch (const json::parse_error& e) {
@@ -197,6 +198,7 @@ std::vector<RawRow> read_rows_checked(const std::string& file, bool strict, Load
     if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     const std::string where = strcat(file, ":", line);
     json v;
+    check_json_depth(l, where, kMaxJsonDepth, "buffer");
     try {
       v = json::parse(l);
     } catch (const json::parse_error& e) {

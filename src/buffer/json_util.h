@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 
 namespace trinity::buffer::detail {
 
 using nlohmann::json;
 
 inline json parse_json(std::string_view text, const std::string& where) {
+  check_json_depth(text, where, kMaxJsonDepth, "buffer");
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {

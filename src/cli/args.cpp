@@ -23,10 +23,16 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv,
     : command_(command) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (a.rfind("--", 0) != 0) {
-      positional_.push_back(a);
-      continue;
+    if (a == "--help" || a == "-h") {
+      std::string u = strcat("usage: trinity ", command_, " [flags]\n\nflags:\n");
+      for (const auto& f : spec)
+        u += f.back() == '!' ? strcat("  --", f.substr(0, f.size() - 1), "\n") : strcat("  --", f, " VALUE\n");
+      throw HelpRequested{u};
     }
+    if (a.rfind("--", 0) != 0)  // no command takes positional arguments: a stray one is a mistake
+      throw ConfigError("cli",
+                        strcat("trinity ", command_, ": unexpected argument '", a,
+                               "' (flags start with --; repeat a flag for each value, e.g. --set a=1 --set b=2)"));
     std::string name = a.substr(2), value;
     bool has_value = false;
     if (auto eq = name.find('='); eq != std::string::npos) {

@@ -10,6 +10,11 @@
 
 namespace trinity::cli {
 
+// Thrown by Args on "--help" / "-h": main() prints `usage` on stdout and exits 0.
+struct HelpRequested {
+  std::string usage;
+};
+
 class Args {
  public:
   // `spec`: flag names a command accepts; names ending in '!' are boolean switches ("tie!").

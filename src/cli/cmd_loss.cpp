@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 
 namespace trinity::cli {
 
@@ -84,8 +85,10 @@ int debug_loss(const Argv& argv) {
   Args args("debug loss", argv, {"input", "output"});
   const std::string in_path = args.str("input"), out_path = args.str("output");
   json in;
+  const std::string in_text = file::read_all(in_path);
+  check_json_depth(in_text, in_path, kMaxJsonDepth, "debug loss");
   try {
-    in = json::parse(file::read_all(in_path));
+    in = json::parse(in_text);
   } catch (const json::parse_error& e) {
     throw IoError("debug loss", strcat(in_path, ": not valid JSON: ", e.what()));
   }

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
@@ -38,6 +39,7 @@ std::vector<std::vector<int32_t>> read_token_lines(const std::string& path, int6
     ++lineno;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json j;
+    check_json_depth(line, strcat(path, ":", lineno), kMaxJsonDepth, "cli");
     try {
       j = json::parse(line);
     } catch (const json::exception& e) {

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -32,6 +33,7 @@ int cmd_tokenize(const Argv& argv) {
     ++lineno;
     const std::string where = strcat(in_path, ":", lineno);
     ojson row;
+    check_json_depth(line, where, kMaxJsonDepth, "tokenize");
     try {
       row = ojson::parse(line);
     } catch (const ojson::exception& e) {

@@ -3,9 +3,11 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
 
@@ -65,6 +67,19 @@ int main(int argc, char** argv) {
     }
     if (found) break;
   }
+  if (!found) {  // a command group ("trinity buffer [--help]"): list its commands
+    std::string group;
+    for (const auto& c : kCommands) {
+      const std::string name = c.name;
+      if (name.rfind(args[0] + " ", 0) == 0) group += "  " + name + "  " + c.help + "\n";
+    }
+    if (!group.empty()) {
+      const bool help = args.size() >= 2 && (args[1] == "--help" || args[1] == "-h");
+      std::fprintf(help ? stdout : stderr, "usage: trinity %s <command> [flags]\n\ncommands:\n%s", args[0].c_str(),
+                   group.c_str());
+      return help ? 0 : 2;
+    }
+  }
   if (!found) {
     std::fprintf(stderr, "trinity: unknown command '%s'\n", args[0].c_str());
     usage(stderr);
@@ -72,8 +87,16 @@ int main(int argc, char** argv) {
   }
   try {
     return found->fn(Argv(args.begin() + static_cast<long>(consumed), args.end()));
+  } catch (const trinity::cli::HelpRequested& h) {
+    std::fputs(h.usage.c_str(), stdout);
+    return 0;
   } catch (const trinity::Error& e) {
     std::fprintf(stderr, "trinity: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "trinity: error: [memory] out of memory (a model, KV cache or data set too large for this "
+                 "machine's RAM; try a smaller model, batch or max_model_len)\n");
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trinity: internal error: %s\n", e.what());

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 #include "core/log.h"
 #include "model/checkpoint.h"
 
@@ -177,6 +178,7 @@ void reject_unsupported(const json& j, const std::string& src, Arch arch) {
 ModelConfig parse_config(const std::string& json_text, const std::string& source) {
   const std::string& src = source;
   json j;
+  check_json_depth(json_text, src, kMaxJsonDepth, "model");
   try {
     j = json::parse(json_text);
   } catch (const json::parse_error& e) {
@@ -250,6 +252,17 @@ void ModelConfig::validate() const {
   positive(head_dim, "head_dim");
   positive(vocab_size, "vocab_size");
   positive(max_position_embeddings, "max_position_embeddings");
+  // Token ids are 32-bit; dimensions beyond these bounds cannot be a real checkpoint.
+  auto at_most = [](int64_t v, int64_t max, const char* key) {
+    if (v > max) throw ConfigError("model", strcat(key, " = ", v, " is too large (at most ", max, ")"));
+  };
+  at_most(vocab_size, int64_t{1} << 30, "vocab_size");
+  at_most(hidden_size, int64_t{1} << 20, "hidden_size");
+  at_most(intermediate_size, int64_t{1} << 22, "intermediate_size");
+  at_most(num_hidden_layers, 10000, "num_hidden_layers");
+  at_most(num_attention_heads, 4096, "num_attention_heads");
+  at_most(head_dim, 65536, "head_dim");
+  at_most(max_position_embeddings, int64_t{1} << 31, "max_position_embeddings");
   if (num_attention_heads % num_key_value_heads != 0)
     throw ConfigError("model", strcat("num_attention_heads (", num_attention_heads,
                                       ") must be a multiple of num_key_value_heads (",

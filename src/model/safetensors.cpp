@@ -22,6 +22,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 
 namespace trinity::model {
 
@@ -99,6 +100,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   uint8_t* data = bytes + 8 + n;
 
   json h;
+  if (json_depth(std::string_view(reinterpret_cast<const char*>(bytes + 8), n)) > kMaxJsonDepth)
+    fail(path, strcat("header JSON nested deeper than ", kMaxJsonDepth, " levels (corrupt file)"));
   try {
     h = json::parse(reinterpret_cast<const char*>(bytes + 8), reinterpret_cast<const char*>(data));
   } catch (const json::parse_error& e) {
@@ -221,7 +224,9 @@ WeightSource WeightSource::open_dir(const std::string& model_dir) {
   if (file::exists(index)) {
     json j;
     try {
-      j = json::parse(file::read_all(index));
+      const std::string index_text = file::read_all(index);
+      check_json_depth(index_text, index, kMaxJsonDepth, "safetensors");
+      j = json::parse(index_text);
     } catch (const json::parse_error& e) {
       fail(index, strcat("malformed JSON: ", e.what()));
     }

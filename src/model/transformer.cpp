@@ -12,6 +12,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 #include "model/safetensors.h"
@@ -85,10 +86,14 @@ void zero(float* p, int64_t n) {
   });
 }
 
-float* aligned_floats(int64_t n) {
+// `what` names the allocation in the out-of-memory error.
+float* aligned_floats(int64_t n, const char* what) {
   const size_t bytes = (static_cast<size_t>(n) * 4 + 63) / 64 * 64;
+  check_allocation(static_cast<int64_t>(bytes), strcat("allocating the ", what, " (", n, " floats)"), "model");
   void* p = std::aligned_alloc(64, bytes ? bytes : 64);
-  TRINITY_ASSERT(p, "out of memory allocating ", bytes, " bytes");
+  if (!p)
+    throw ValueError(
+        "model", strcat("out of memory allocating the ", what, " (", format_bytes(static_cast<double>(bytes)), ")"));
   return static_cast<float*>(p);
 }
 
@@ -109,10 +114,12 @@ Transformer::Transformer(const ModelConfig& cfg, HeadKind head)
   for (const auto& s : specs_) {
     offsets_.push_back(n_params_);
     int64_t n = 1;
-    for (int64_t d : s.shape) n *= d;
+    for (int64_t d : s.shape)
+      if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 56))
+        throw ValueError("model", strcat("parameter ", s.name, " is far too large (shape from config.json)"));
     n_params_ += (n + 15) / 16 * 16;  // 64-byte aligned starts
   }
-  params_ = aligned_floats(n_params_);
+  params_ = aligned_floats(n_params_, "model weights");
   zero(params_, n_params_);
   bind(params_, false);
   TRINITY_ASSERT(impl_->wte && impl_->lnf, "param_specs is missing embeddings or final norm");
@@ -155,7 +162,7 @@ void Transformer::bind(float* base, bool is_grad) {
 // Gradients are allocated on first use, so an inference-only model costs only its parameters.
 void Transformer::ensure_grads() {
   if (grads_) return;
-  grads_ = aligned_floats(n_params_);
+  grads_ = aligned_floats(n_params_, "gradients");
   zero(grads_, n_params_);
   bind(grads_, true);
 }

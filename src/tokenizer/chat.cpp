@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 #include "tokenizer/unicode.h"
 
 namespace trinity::tok {
@@ -33,6 +34,7 @@ TokenizerConfig TokenizerConfig::load(const std::string& path) {
 
 TokenizerConfig TokenizerConfig::parse(const std::string& text, const std::string& origin) {
   json cfg;
+  check_json_depth(text, origin, kMaxJsonDepth, "tokenizer");
   try {
     cfg = json::parse(text);
   } catch (const json::exception& e) {

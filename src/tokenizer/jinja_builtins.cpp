@@ -443,6 +443,10 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "*") {
     if ((a.is_string() || a.is_array()) && b.type() == T::Int) {
+      const int64_t unit = static_cast<int64_t>(a.is_string() ? a.as_string().size() : a.array().size());
+      if (b.as_int() > 0 && unit > 0 && b.as_int() > kMaxValueItems / unit)
+        throw Fail{strcat("'*' would build a ", a.type_name(), " of ", unit, " x ", b.as_int(),
+                          " items (more than the limit of ", kMaxValueItems, ")")};
       if (a.is_string()) {
         std::string r;
         for (int64_t i = 0; i < b.as_int(); ++i) r += a.as_string();
@@ -792,6 +796,9 @@ std::unordered_map<std::string, Value> builtin_globals() {
     else if (a.size() >= 2) start = to_int(a[0], "range"), stop = to_int(a[1], "range");
     if (a.size() >= 3) step = to_int(a[2], "range");
     if (a.empty() || step == 0) throw Fail{"range() needs 1-3 integer arguments and a non-zero step"};
+    const long double count = (static_cast<long double>(stop) - start) / step;
+    if (count > kMaxValueItems)
+      throw Fail{strcat("range() of ", static_cast<double>(count), " items is over the limit of ", kMaxValueItems)};
     Array out;
     for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) out.emplace_back(i);
     return Value(std::move(out));

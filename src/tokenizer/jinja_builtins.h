@@ -15,6 +15,12 @@ struct Fail {
   std::string msg;
 };
 
+// Limits that keep a hostile template from hanging or exhausting memory (a clear error instead):
+// rendered output, any one string or list value, and loop iterations over the whole render.
+inline constexpr int64_t kMaxOutputBytes = int64_t{64} << 20;
+inline constexpr int64_t kMaxValueItems = int64_t{16} << 20;  // string bytes or list items
+inline constexpr int64_t kMaxLoopIterations = int64_t{1000} * 1000;
+
 Array string_chars(const std::string& s);  // one string per code point
 Value get_attr(const Value& obj, const std::string& name);
 Value get_item(const Value& obj, const Value& key);

@@ -55,10 +55,14 @@ class Renderer {
           if (f != Flow::Normal) return f;
         }
         return Flow::Normal;
-      case K::Text: out_ += n.text; return Flow::Normal;
+      case K::Text:
+        out_ += n.text;
+        check_output(n);
+        return Flow::Normal;
       case K::Output: {
         const Value v = eval(*n.kids[0]);
         out_ += v.str();
+        check_output(n);
         return Flow::Normal;
       }
       case K::If:
@@ -148,6 +152,8 @@ class Renderer {
     Flow result = Flow::Normal;
     const int64_t len = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < len; ++i) {
+      if (++loop_iterations_ > kMaxLoopIterations)
+        fail(n, strcat("more than ", kMaxLoopIterations, " loop iterations in one render"));
       scopes.back().clear();
       bind_targets(n, items[static_cast<size_t>(i)]);
       Object loop{{"index", Value(i + 1)},
@@ -315,8 +321,14 @@ class Renderer {
   }
 
  private:
+  void check_output(const Node& n) const {
+    if (static_cast<int64_t>(out_.size()) > kMaxOutputBytes)
+      fail(n, strcat("rendered output is over the limit of ", kMaxOutputBytes, " bytes"));
+  }
+
   static constexpr int kMaxMacroDepth = 64;
   int macro_depth_ = 0;
+  int64_t loop_iterations_ = 0;
   const std::string& name_;
   std::string& out_;
   std::vector<GenerationSpan>* gen_;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "tokenizer/jinja.h"
 
 namespace trinity::tok::jinja {
@@ -234,6 +235,7 @@ std::string py_str_repr(const std::string& s) {
 }  // namespace
 
 Value Value::from_json(const std::string& text) {
+  check_json_depth(text, "JSON value", kMaxJsonDepth, "chat_template");
   try {
     return from_ordered(nlohmann::ordered_json::parse(text));
   } catch (const nlohmann::json::exception& e) {

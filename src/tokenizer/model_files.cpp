@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 #include "core/log.h"
 
 namespace trinity::tok {
@@ -15,8 +16,10 @@ using nlohmann::json;
 namespace {
 
 json parse_file(const std::string& path) {
+  const std::string text = file::read_all(path);
+  check_json_depth(text, path, kMaxJsonDepth, "tokenizer");
   try {
-    return json::parse(file::read_all(path));
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw ConfigError("tokenizer", strcat(path, ": ", e.what()));
   }

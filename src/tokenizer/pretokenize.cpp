@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 
 namespace trinity::tok {
 
@@ -290,6 +291,7 @@ void collect_norm(const json& j, Normalization& n) {
 }
 
 json parse(const std::string& text, const char* what) {
+  check_json_depth(text, what, kMaxJsonDepth, "tokenizer");
   try {
     return json::parse(text);
   } catch (const json::exception& e) {

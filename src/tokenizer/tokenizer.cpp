@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/pretokenize.h"
 #include "tokenizer/unicode.h"
@@ -128,8 +129,10 @@ Tokenizer Tokenizer::load(const std::string& path) {
     const std::string cj = file::join(path, "tokenizer_config.json");
     if (file::exists(cj)) {
       json cfg;
+      const std::string cfg_text = file::read_all(cj);
+      check_json_depth(cfg_text, cj, kMaxJsonDepth, "tokenizer");
       try {
-        cfg = json::parse(file::read_all(cj));
+        cfg = json::parse(cfg_text);
       } catch (const json::exception& e) {
         throw ConfigError("tokenizer", strcat(cj, ": invalid JSON: ", e.what()));
       }
@@ -150,6 +153,7 @@ Tokenizer Tokenizer::load(const std::string& path) {
 
 Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin) {
   json j;
+  check_json_depth(text, origin, kMaxJsonDepth, "tokenizer");
   try {
     j = json::parse(text);
   } catch (const json::exception& e) {
@@ -195,13 +199,17 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
     if (!vj.is_object()) throw ConfigError("tokenizer", strcat(origin, ": model.vocab: expected an object {token: id}"));
     ByteVocab vocab;
     vocab.reserve(vj.size() * 2);
+    // Ids index the id tables (allocated max_id + 1 long): bounded like ModelConfig's vocab_size.
+    constexpr int64_t kMaxId = (int64_t{1} << 30) - 1;
     int32_t max_id = -1;
     std::vector<std::pair<int32_t, std::string>> id_tok;
     id_tok.reserve(vj.size());
     std::string bytes;
     for (auto it = vj.begin(); it != vj.end(); ++it) {
-      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0)
-        throw ConfigError("tokenizer", strcat(origin, ": model.vocab[\"", it.key(), "\"]: expected a non-negative integer id"));
+      if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > kMaxId)
+        throw ConfigError("tokenizer",
+                          strcat(origin, ": model.vocab[\"", it.key(), "\"]: expected an integer id in [0, ", kMaxId,
+                                 "], got ", it.value().dump()));
       const auto id = static_cast<int32_t>(it.value().get<int64_t>());
       max_id = std::max(max_id, id);
       id_tok.emplace_back(id, it.key());
@@ -246,8 +254,10 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
       const std::string where = strcat(origin, ": added_tokens[", i, "]");
       const json& idj = require(t, "id", where);
       const json& cj = require(t, "content", where);
-      if (!idj.is_number_integer() || idj.get<int64_t>() < 0 || !cj.is_string() || cj.get<std::string>().empty())
-        throw ConfigError("tokenizer", strcat(where, ": expected integer id >= 0 and non-empty string content"));
+      if (!idj.is_number_integer() || idj.get<int64_t>() < 0 || idj.get<int64_t>() > kMaxId || !cj.is_string() ||
+          cj.get<std::string>().empty())
+        throw ConfigError("tokenizer", strcat(where, ": expected an integer id in [0, ", kMaxId,
+                                              "] and non-empty string content, got id ", idj.dump()));
       AddedToken a_tok;
       a_tok.id = idj.get<int32_t>();
       a_tok.content = cj.get<std::string>();
@@ -278,7 +288,11 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
           return impl->added[x].content.size() > impl->added[y].content.size();
         });
 
-    // id -> text / bytes tables.
+    // id -> text / bytes tables, max_id + 1 long: refuse ids far sparser than a real vocabulary.
+    const int64_t n_tokens = static_cast<int64_t>(id_tok.size() + impl->added.size());
+    if (int64_t{max_id} + 1 > 2 * n_tokens + 65536)
+      throw ConfigError("tokenizer", strcat(origin, ": largest token id ", max_id, " is far beyond the ", n_tokens,
+                                            " tokens defined (ids must be dense)"));
     impl->id_text.assign(static_cast<size_t>(max_id + 1), {});
     impl->id_bytes.assign(static_cast<size_t>(max_id + 1), {});
     impl->id_valid.assign(static_cast<size_t>(max_id + 1), 0);
@@ -319,8 +333,12 @@ Tokenizer Tokenizer::from_json(std::string_view text, const std::string& origin)
         const std::string name = piece["SpecialToken"].value("id", "");
         if (!specials.contains(name))
           throw ConfigError("tokenizer", strcat(origin, ": post_processor special token \"", name, "\" not in special_tokens"));
-        for (const auto& id : specials[name].value("ids", json::array()))
+        for (const auto& id : specials[name].value("ids", json::array())) {
+          if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > max_id)
+            throw ConfigError("tokenizer", strcat(origin, ": post_processor special token \"", name, "\": id ",
+                                                  id.dump(), " is not in the vocabulary [0, ", max_id, "]"));
           (seen_seq ? impl->suffix_ids : impl->prefix_ids).push_back(id.get<int32_t>());
+        }
       }
     };
     post(j.value("post_processor", json()));

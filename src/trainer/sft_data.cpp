@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 
 namespace trinity::trainer {
 
@@ -22,6 +23,8 @@ std::string text_of(const json& row, const std::string& key) {
 }
 
 json conversation(const json& v, const std::string& key) {
+  if (v.is_string() && json_depth(v.get_ref<const std::string&>()) > kMaxJsonDepth)
+    throw RowError{strcat("'", key, "' is JSON nested deeper than ", kMaxJsonDepth, " levels")};
   json j = v.is_string() ? json::parse(v.get<std::string>(), nullptr, false) : v;
   if (!j.is_array()) throw RowError{strcat("'", key, "' is not a list of messages")};
   return j;
@@ -175,6 +178,8 @@ std::vector<buffer::Experience> dpo_experiences(const std::vector<buffer::RawRow
       auto as_turns = [&](const std::string& key) {
         const auto& v = row.at(key);
         if (v.is_string() && !plain) {
+          if (json_depth(v.get_ref<const std::string&>()) > kMaxJsonDepth)
+            throw RowError{strcat("'", key, "' is JSON nested deeper than ", kMaxJsonDepth, " levels")};
           const json p = json::parse(v.get<std::string>(), nullptr, false);
           if (p.is_array()) return p;
         }

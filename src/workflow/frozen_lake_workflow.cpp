@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "tokenizer/tokenizer.h"
 #include "workflow/builtins.h"
 #include "workflow/envs/frozen_lake.h"
@@ -82,6 +83,7 @@ class FrozenLakeWorkflow : public Workflow {
     };
     seed_ = static_cast<uint64_t>(num("seed", 42));
     if (!desc.empty()) {
+      check_json_depth(desc, "frozen_lake_workflow: workflow_args.desc", kMaxJsonDepth, "workflow");
       const json d = json::parse(desc);
       if (!d.is_array()) throw ConfigError("workflow", "frozen_lake_workflow: workflow_args.desc must be a list of rows");
       for (const auto& row : d) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "tokenizer/tokenizer.h"
 #include "workflow/builtins.h"
 
@@ -77,6 +78,7 @@ const std::string& math_system_prompt(const std::string& key) {
 WorkflowArgs::WorkflowArgs(const std::string& wf, const std::string& json_text, const std::vector<std::string>& allowed)
     : workflow(wf) {
   json j;
+  check_json_depth(json_text, strcat(wf, ": workflow_args"), kMaxJsonDepth, "workflow");
   try {
     j = json_text.empty() ? json::object() : json::parse(json_text);
   } catch (const json::exception& e) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "workflow/builtins.h"
 #include "workflow/rewards/countdown.h"
 #include "workflow/rewards/math_checker.h"
@@ -25,6 +26,7 @@ class Args {
  public:
   Args(const std::string& fn, const std::string& text, std::set<std::string> allowed) : fn_(fn) {
     if (text.empty()) return;
+    check_json_depth(text, strcat(fn, ": reward_fn_args"), kMaxJsonDepth, "reward");
     try {
       j_ = json::parse(text);
     } catch (const json::exception& e) {
@@ -132,6 +134,7 @@ void register_builtins(Registry& r) {
     const double fmt = args.get<double>("format_score", 0.1), full = args.get<double>("score", 1.0);
     return [fmt, full](const RewardInput& in) {
       json t;
+      check_json_depth(in.truth, "countdown_reward: truth", kMaxJsonDepth, "reward");
       try {
         t = json::parse(in.truth);
       } catch (const json::exception&) {

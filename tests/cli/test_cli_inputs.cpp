@@ -1,0 +1,223 @@
+// Hostile inputs to the `trinity` binary: every one must end in one line
+// "trinity: error: [component] ..." naming the input and exit code 1, never a signal, a hang
+// (each subprocess runs under `timeout`) or "internal error".
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTrinity = std::string(TRINITY_BINARY_DIR) + "/trinity";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Result {
+  int code = -1;  // -1: killed by a signal (or by the timeout)
+  std::string out, err;
+};
+
+class CliInputs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = (fs::temp_directory_path() / ("trinity_cli_inputs_" + std::to_string(getpid()))).string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    const Result r =
+        run("init-model --arch qwen2 --hidden 32 --layers 1 --heads 2 --intermediate 64 "
+            "--max-pos 64 --tokenizer bytes --seed 3 --out " +
+            dir_ + "/model");
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  // `trinity <args>` under a 60 s timeout (`env` prefix allowed); stdout and stderr captured.
+  static Result run(const std::string& args, const std::string& env = "", int timeout_s = 60) {
+    const std::string o = dir_ + "/stdout.txt", e = dir_ + "/stderr.txt";
+    const std::string cmd =
+        env + " timeout -s KILL " + std::to_string(timeout_s) + " " + kTrinity + " " + args + " >" + o + " 2>" + e;
+    const int rc = std::system(cmd.c_str());
+    Result r;
+    r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    r.out = slurp(o);
+    r.err = slurp(e);
+    return r;
+  }
+
+  static std::string write(const std::string& name, const std::string& text) {
+    const std::string p = dir_ + "/" + name;
+    fs::create_directories(fs::path(p).parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  // A GRPO config on the tiny model whose taskset is `taskset`; `extra` is appended.
+  static std::string config(const std::string& name, const std::string& taskset, const std::string& extra = "") {
+    return write(name + ".yaml",
+                 "project: inputs\n"
+                 "name: " +
+                     name +
+                     "\n"
+                     "checkpoint_root_dir: " +
+                     dir_ +
+                     "/ck\n"
+                     "model: {model_path: " +
+                     dir_ +
+                     "/model, max_prompt_tokens: 32, max_response_tokens: 8}\n"
+                     "algorithm: {algorithm_type: grpo, repeat_times: 2, kl_loss_fn: none, optimizer: {lr: 1e-3}}\n"
+                     "buffer:\n"
+                     "  batch_size: 1\n"
+                     "  total_steps: 1\n"
+                     "  explorer_input:\n"
+                     "    taskset:\n"
+                     "      name: t\n"
+                     "      path: " +
+                     taskset +
+                     "\n"
+                     "      format: {prompt_key: prompt, response_key: answer}\n"
+                     "    default_workflow_type: arithmetic_workflow\n"
+                     "synchronizer: {sync_method: memory, sync_interval: 1}\n"
+                     "monitor: {monitor_type: jsonl}\n" +
+                     extra);
+  }
+
+  static std::string dir_;
+};
+
+std::string CliInputs::dir_;
+
+std::string nested(size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+void expect_one_error_line(const Result& r, const std::string& needle) {
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("trinity: error: [", 0), 0u) << r.err.substr(0, 2000);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err.substr(0, 2000);
+  EXPECT_NE(r.err.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.err.substr(0, 2000);
+}
+
+// For commands that log progress first (run): the last stderr line is the error.
+void expect_error_last_line(const Result& r, const std::string& needle) {
+  EXPECT_EQ(r.code, 1) << r.err.substr(0, 2000);
+  std::string last = r.err;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  last = last.substr(last.rfind('\n') == std::string::npos ? 0 : last.rfind('\n') + 1);
+  EXPECT_EQ(last.rfind("trinity: error: [", 0), 0u) << r.err.substr(0, 2000);
+  EXPECT_NE(last.find(needle), std::string::npos) << "expected '" << needle << "' in: " << last;
+}
+
+}  // namespace
+
+// --- JSON nested 100k deep: nlohmann's recursive code would overflow the stack (SIGSEGV) ---
+
+TEST_F(CliInputs, DeeplyNestedTasksetRowIsAnError) {
+  const std::string ts = write("deep/train.jsonl",
+                               "{\"prompt\": \"1+1\", \"answer\": \"2\"}\n"
+                               "{\"prompt\": \"1+2\", \"answer\": \"3\", \"x\": " +
+                                   nested(100000) + "}\n");
+  const std::string cfg = config("deep", ts);
+  expect_one_error_line(run("debug workflow --config " + cfg + " --task 0"), "train.jsonl:2: JSON nested deeper");
+  expect_error_last_line(run("run --config " + cfg), "train.jsonl:2: JSON nested deeper");
+}
+
+TEST_F(CliInputs, DeeplyNestedJsonInputsAreErrors) {
+  const std::string tokens = write("deep_tokens.jsonl", "{\"tokens\": " + nested(100000) + "}\n");
+  expect_one_error_line(run("debug logprobs --model " + dir_ + "/model --input " + tokens + " --output " + dir_ + "/o"),
+                        "deep_tokens.jsonl:1");
+  const std::string text = write("deep_text.jsonl", "{\"text\": \"hi\"}\n{\"messages\": " + nested(100000) + "}\n");
+  expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/model --input " + text + " --output " + dir_ + "/o"),
+                        "deep_text.jsonl:2");
+  fs::create_directories(dir_ + "/deep_tok");
+  write("deep_tok/tokenizer.json", "{\"model\": " + nested(100000) + "}");
+  expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/deep_tok --input " + text + " --output " + dir_ + "/o"),
+                        "tokenizer.json");
+  const std::string exps = write("deep_buf/experiences.jsonl", "{\"tokens\": " + nested(100000) + "}\n");
+  expect_one_error_line(run("buffer head --path " + exps), "nested deeper");
+}
+
+// --- sizes: a huge shape is one error before anything is allocated (was SIGABRT in an assertion) ---
+
+TEST_F(CliInputs, HugeModelSizesAreErrors) {
+  const std::string base = "init-model --arch qwen2 --hidden 32 --layers 1 --heads 2 --intermediate 64 --out " + dir_;
+  expect_one_error_line(run(base + "/v1 --vocab 10000000000"), "vocab_size");
+  // Each dimension within bounds, but the whole model cannot fit in memory.
+  expect_one_error_line(run("init-model --arch qwen2 --hidden 16384 --layers 1000 --heads 128 --intermediate 65536 "
+                            "--vocab 1000 --out " +
+                            dir_ + "/v2"),
+                        "allocating the model weights");
+  std::string cfg = slurp(dir_ + "/model/config.json");
+  const auto pos = cfg.find("\"intermediate_size\"");
+  ASSERT_NE(pos, std::string::npos);
+  fs::create_directories(dir_ + "/huge");
+  fs::copy(dir_ + "/model", dir_ + "/huge", fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  write("huge/config.json", cfg.replace(pos, 19, "\"intermediate_size\": 10000000000, \"unused_key\""));
+  expect_one_error_line(run("debug logprobs --model " + dir_ + "/huge --input " + dir_ + "/x --output " + dir_ + "/o"),
+                        "intermediate_size");
+}
+
+// --- tokenizer.json ids: were narrowed to 32 bits unchecked (an out-of-bounds write) ---
+
+TEST_F(CliInputs, OutOfRangeTokenizerIdsAreErrors) {
+  const std::string tj = slurp(dir_ + "/model/tokenizer.json");
+  const auto pos = tj.find("\"id\": 258");
+  ASSERT_NE(pos, std::string::npos);
+  const std::string text = write("tok_in.jsonl", "{\"text\": \"hello\"}\n");
+  for (const std::string id : {"4294967295", "-5", "100000000"}) {
+    std::string bad = tj;
+    write("bad_tok/tokenizer.json", bad.replace(pos, 9, "\"id\": " + id));
+    expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/bad_tok --input " + text + " --output " + dir_ + "/o"),
+                          id == "100000000" ? "largest token id 100000000" : "added_tokens[2]");
+  }
+}
+
+// --- chat templates that would hang or exhaust memory: limits with a clear error ---
+
+TEST_F(CliInputs, RunawayChatTemplatesAreErrors) {
+  fs::create_directories(dir_ + "/tmpl");
+  fs::copy_file(dir_ + "/model/tokenizer.json", dir_ + "/tmpl/tokenizer.json", fs::copy_options::overwrite_existing);
+  const std::string msgs = write("msgs.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
+  for (const auto& [tmpl, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"{% for i in range(1000000000) %}x{% endfor %}", "range()"},
+           {"{{ 'x' * 1000000000 }}", "'*' would build"},
+           {"{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "loop iterations"},
+           {"{% for i in range(1000000) %}{{ 'y' * 1000 }}{% endfor %}", "rendered output"}}) {
+    write("tmpl/tokenizer_config.json", "{\"chat_template\": \"" + tmpl + "\"}");
+    expect_one_error_line(run("tokenize --tokenizer " + dir_ + "/tmpl --input " + msgs + " --output " + dir_ + "/o"),
+                          needle);
+  }
+}
+
+// --- CLI: a stray positional argument (was silently dropped) ---
+
+TEST_F(CliInputs, StrayPositionalArgumentIsAnError) {
+  expect_one_error_line(run("config check --config " + dir_ + "/none.yaml --set a=1 b=2"), "unexpected argument 'b=2'");
+}
+
+TEST_F(CliInputs, HelpOnSubcommandsAndGroups) {
+  Result r = run("run --help");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("usage: trinity run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--config"), std::string::npos) << r.out;
+  r = run("buffer --help");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("buffer stats"), std::string::npos) << r.out;
+  r = run("debug workflow -h");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("--no-color"), std::string::npos) << r.out;
+}
