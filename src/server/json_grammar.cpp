@@ -23,14 +23,14 @@ struct GrammarNode {
     const GrammarNode* node = nullptr;
     bool required = false;
   };
-  std::vector<Prop> props;                 // kObject, in schema order
-  std::vector<std::string> lits;           // kLiteral: compact JSON texts
-  std::vector<const GrammarNode*> alts;    // kAlt; kSeq: the parts in order
-  const GrammarNode* items = nullptr;      // kArray items, kFreeObject values
-  const GrammarNode* key = nullptr;        // kFreeObject: the key string
+  std::vector<Prop> props;               // kObject, in schema order
+  std::vector<std::string> lits;         // kLiteral: compact JSON texts
+  std::vector<const GrammarNode*> alts;  // kAlt; kSeq: the parts in order
+  const GrammarNode* items = nullptr;    // kArray items, kFreeObject values
+  const GrammarNode* key = nullptr;      // kFreeObject: the key string
   int64_t min_items = 0, max_items = -1;
-  std::string ref;                         // kRef: "#/$defs/name"
-  const GrammarNode* target = nullptr;     // kRef, resolved
+  std::string ref;                      // kRef: "#/$defs/name"
+  const GrammarNode* target = nullptr;  // kRef, resolved
 };
 
 JsonGrammar::~JsonGrammar() = default;
@@ -79,10 +79,11 @@ struct GrammarBuilder {
       bad(at, "the schema 'false' matches nothing");
     }
     if (!s.is_object()) bad(at, "a schema must be an object");
-    static const std::set<std::string> known = {
-        "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref",
-        "$defs", "definitions", "minItems", "maxItems", "title", "description", "default", "examples",
-        "$schema", "$id", "$comment"};
+    static const std::set<std::string> known = {"type",     "properties", "required",    "additionalProperties",
+                                                "items",    "enum",       "const",       "anyOf",
+                                                "$ref",     "$defs",      "definitions", "minItems",
+                                                "maxItems", "title",      "description", "default",
+                                                "examples", "$schema",    "$id",         "$comment"};
     for (auto it = s.begin(); it != s.end(); ++it)
       if (!known.count(it.key()))
         bad(at, strcat("the JSON-schema keyword '", it.key(), "' is not supported by constrained decoding"));
@@ -90,7 +91,8 @@ struct GrammarBuilder {
       if (!r->is_string()) bad(at + "/$ref", "must be a string");
       const std::string ref = r->get<std::string>();
       if (ref.rfind("#/$defs/", 0) != 0 && ref.rfind("#/definitions/", 0) != 0 && ref != "#")
-        bad(at + "/$ref", strcat("only local references (#, #/$defs/..., #/definitions/...) are supported, got '", ref, "'"));
+        bad(at + "/$ref",
+            strcat("only local references (#, #/$defs/..., #/definitions/...) are supported, got '", ref, "'"));
       GrammarNode* n = make(Kind::kRef);
       n->ref = ref;
       refs.push_back(n);
@@ -111,13 +113,15 @@ struct GrammarBuilder {
     }
     std::vector<std::string> types;
     if (auto t = s.find("type"); t != s.end()) {
-      if (t->is_string()) types.push_back(t->get<std::string>());
+      if (t->is_string())
+        types.push_back(t->get<std::string>());
       else if (t->is_array())
         for (const auto& x : *t) {
           if (!x.is_string()) bad(at + "/type", "must be a string or an array of strings");
           types.push_back(x.get<std::string>());
         }
-      else bad(at + "/type", "must be a string or an array of strings");
+      else
+        bad(at + "/type", "must be a string or an array of strings");
     } else if (s.contains("properties")) {
       types = {"object"};
     } else if (s.contains("items")) {
@@ -279,8 +283,12 @@ namespace {
 using Frame = GrammarMatcher::Frame;
 using Stack = GrammarMatcher::Stack;
 
-bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
-bool is_hex(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_digit(uint8_t c) {
+  return c >= '0' && c <= '9';
+}
+bool is_hex(uint8_t c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 bool endable(const Frame& f) {
   if (f.node->kind == Kind::kSeq) return static_cast<size_t>(f.idx) == f.node->alts.size();
@@ -370,12 +378,16 @@ void step(Stack s, uint8_t c, std::vector<Stack>& out) {
         if (c == '"') f.st = 1, keep();
       } else if (f.st == 1) {
         if (c == '"') return pop();
-        if (c == '\\') f.st = 2;
-        else if (c < 0x20) return;
+        if (c == '\\')
+          f.st = 2;
+        else if (c < 0x20)
+          return;
         keep();
       } else if (f.st == 2) {
-        if (c == 'u') f.st = 3, f.aux = 0, keep();
-        else if (std::string_view("\"\\/bfnrt").find(static_cast<char>(c)) != std::string_view::npos) f.st = 1, keep();
+        if (c == 'u')
+          f.st = 3, f.aux = 0, keep();
+        else if (std::string_view("\"\\/bfnrt").find(static_cast<char>(c)) != std::string_view::npos)
+          f.st = 1, keep();
       } else if (is_hex(c)) {
         if (++f.aux == 4) f.st = 1;
         keep();
@@ -387,30 +399,42 @@ void step(Stack s, uint8_t c, std::vector<Stack>& out) {
       const bool d = is_digit(c);
       switch (f.st) {
         case 0:
-          if (c == '-') f.st = 1, keep();
-          else if (c == '0') f.st = 2, keep();
-          else if (d) f.st = 3, f.aux = 1, keep();
+          if (c == '-')
+            f.st = 1, keep();
+          else if (c == '0')
+            f.st = 2, keep();
+          else if (d)
+            f.st = 3, f.aux = 1, keep();
           return;
         case 1:
-          if (c == '0') f.st = 2, keep();
-          else if (d) f.st = 3, f.aux = 1, keep();
+          if (c == '0')
+            f.st = 2, keep();
+          else if (d)
+            f.st = 3, f.aux = 1, keep();
           return;
         case 2:
         case 3:
-          if (f.st == 3 && d && f.aux < kMaxDigits) ++f.aux, keep();
-          else if (real && c == '.') f.st = 4, keep();
-          else if (real && (c == 'e' || c == 'E')) f.st = 6, keep();
+          if (f.st == 3 && d && f.aux < kMaxDigits)
+            ++f.aux, keep();
+          else if (real && c == '.')
+            f.st = 4, keep();
+          else if (real && (c == 'e' || c == 'E'))
+            f.st = 6, keep();
           return;
         case 4:
           if (d) f.st = 5, f.aux = 1, keep();
           return;
         case 5:
-          if (d && f.aux < kMaxDigits) ++f.aux, keep();
-          else if (c == 'e' || c == 'E') f.st = 6, keep();
+          if (d && f.aux < kMaxDigits)
+            ++f.aux, keep();
+          else if (c == 'e' || c == 'E')
+            f.st = 6, keep();
           return;
         case 6:
-          if (c == '+' || c == '-') f.st = 7, keep();
-          else if (d) f.st = 8, f.aux = 1, keep();
+          if (c == '+' || c == '-')
+            f.st = 7, keep();
+          else if (d)
+            f.st = 8, f.aux = 1, keep();
           return;
         case 7:
           if (d) f.st = 8, f.aux = 1, keep();
@@ -431,8 +455,10 @@ void step(Stack s, uint8_t c, std::vector<Stack>& out) {
         f.st = 2, ++f.idx;
         start_child(s, n->items, c, out);
       } else if (f.st == 2) {
-        if (c == ',' && (n->max_items < 0 || f.idx < n->max_items)) f.st = 3, f.aux = 0, keep();
-        else if (c == ']' && f.idx >= n->min_items) pop();
+        if (c == ',' && (n->max_items < 0 || f.idx < n->max_items))
+          f.st = 3, f.aux = 0, keep();
+        else if (c == ']' && f.idx >= n->min_items)
+          pop();
       }
       return;
     case Kind::kObject: {
@@ -462,8 +488,10 @@ void step(Stack s, uint8_t c, std::vector<Stack>& out) {
           return start_child(s, child, c, out);
         }
         case 5:
-          if (c == ',' && f.idx < np) f.st = 6, f.aux = 0, keep();
-          else if (c == '}' && !required_between(n, f.idx, np)) pop();
+          if (c == ',' && f.idx < np)
+            f.st = 6, f.aux = 0, keep();
+          else if (c == '}' && !required_between(n, f.idx, np))
+            pop();
           return;
       }
       return;
@@ -492,8 +520,10 @@ void step(Stack s, uint8_t c, std::vector<Stack>& out) {
           f.st = 5;
           return start_child(s, n->items, c, out);
         case 5:
-          if (c == ',') f.st = 6, f.aux = 0, keep();
-          else if (c == '}') pop();
+          if (c == ',')
+            f.st = 6, f.aux = 0, keep();
+          else if (c == '}')
+            pop();
           return;
       }
       return;

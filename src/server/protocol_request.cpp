@@ -245,7 +245,8 @@ void parse_common(const json& j, CommonRequest& r, bool chat) {
   if (auto v = get_bool(j, "ignore_eos")) p.ignore_eos = *v;
   parse_response_format(j, r);
   if (r.grammar && p.ignore_eos)
-    bad("ignore_eos", "'ignore_eos' cannot be combined with a JSON response_format (the output ends when the value is complete)");
+    bad("ignore_eos",
+        "'ignore_eos' cannot be combined with a JSON response_format (the output ends when the value is complete)");
   if (auto v = get_int(j, "seed")) p.seed = static_cast<uint64_t>(*v);
   if (auto v = get_bool(j, "stream")) r.stream = *v;
   if (const json* v = field(j, "stream_options")) {
@@ -356,7 +357,8 @@ ChatRequest parse_chat_request(std::string_view body) {
       const json* fn = field(*v, "function");
       const json* nm = fn && fn->is_object() ? field(*fn, "name") : nullptr;
       if (!ty || !ty->is_string() || ty->get<std::string>() != "function" || !nm || !nm->is_string())
-        bad("tool_choice", "'tool_choice' as an object must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        bad("tool_choice",
+            "'tool_choice' as an object must be {\"type\": \"function\", \"function\": {\"name\": ...}}");
       tool_choice = "function";
       forced = nm->get<std::string>();
     } else {
@@ -398,8 +400,9 @@ ChatRequest parse_chat_request(std::string_view body) {
         allowed.emplace_back(name, params ? params->dump() : "");
       }
       if (allowed.empty())
-        bad("tool_choice", tool_choice == "function" ? strcat("tool_choice names '", forced, "', which is not in 'tools'")
-                                                     : std::string("tool_choice \"required\" needs 'tools'"));
+        bad("tool_choice", tool_choice == "function"
+                               ? strcat("tool_choice names '", forced, "', which is not in 'tools'")
+                               : std::string("tool_choice \"required\" needs 'tools'"));
       r.grammar = JsonGrammar::tool_call(allowed, "tools");
     }
   }

@@ -85,7 +85,8 @@ class GrammarConstraint : public engine::Constraint {
 }  // namespace
 
 void allowed_tokens(const TokenTrie& trie, const GrammarMatcher& m, std::vector<uint8_t>& allowed) {
-  if (static_cast<int64_t>(allowed.size()) < trie.vocab_size()) allowed.resize(static_cast<size_t>(trie.vocab_size()), 0);
+  if (static_cast<int64_t>(allowed.size()) < trie.vocab_size())
+    allowed.resize(static_cast<size_t>(trie.vocab_size()), 0);
   walk(trie, 0, m, allowed);
 }
 

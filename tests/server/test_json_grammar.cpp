@@ -52,14 +52,14 @@ TEST(JsonGrammar, SchemaAcceptsValidAndRejectsInvalid) {
                          R"({"name":"","age":0,"score":1.5e-3,"tags":["x","y"],"kind":"dog","ok":true,"extra":null})",
                          R"({"name":"x","age":1,"kind":3,"ok":true,"extra":{"x":1}})"})
     EXPECT_TRUE(full_match(g, ok)) << ok;
-  for (const char* bad : {R"({"age":3,"name":"a","ok":true})",    // order: keys in schema order
-                          R"({"name":"a","ok":true})",             // age required
-                          R"({"name":"a","age":3.5,"ok":true})",  // integer
-                          R"({"name":"a","age":01,"ok":true})", R"({"name":"a","age":3,"ok":tru})",
-                          R"({"name":"a","age":3,"kind":"bird","ok":true})",
-                          R"({"name":"a","age":3,"tags":["a","b","c","d"],"ok":true})",
-                          R"({"name":"a","age":3,"ok":true,"extra":{"x":2}})", R"({"name":"a","age":3,"ok":true,"z":1})",
-                          R"({"name":"a","age":3,"ok":true}x)", R"({ "name":"a","age":3,"ok":true})"})
+  for (const char* bad :
+       {R"({"age":3,"name":"a","ok":true})",    // order: keys in schema order
+        R"({"name":"a","ok":true})",            // age required
+        R"({"name":"a","age":3.5,"ok":true})",  // integer
+        R"({"name":"a","age":01,"ok":true})", R"({"name":"a","age":3,"ok":tru})",
+        R"({"name":"a","age":3,"kind":"bird","ok":true})", R"({"name":"a","age":3,"tags":["a","b","c","d"],"ok":true})",
+        R"({"name":"a","age":3,"ok":true,"extra":{"x":2}})", R"({"name":"a","age":3,"ok":true,"z":1})",
+        R"({"name":"a","age":3,"ok":true}x)", R"({ "name":"a","age":3,"ok":true})"})
     EXPECT_FALSE(full_match(g, bad)) << bad;
   EXPECT_TRUE(prefix_ok(g, R"({"name":"a","ag)"));
   EXPECT_FALSE(prefix_ok(g, R"({"nam":)"));
@@ -84,7 +84,8 @@ TEST(JsonGrammar, AnyObjectAndRecursiveRefs) {
   EXPECT_FALSE(full_match(g, R"({"a": })"));
   auto tree = JsonGrammar::from_schema(
       R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
-          "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"]}}})", "p");
+          "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["v"]}}})",
+      "p");
   EXPECT_TRUE(full_match(tree, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[]}]})"));
   EXPECT_FALSE(full_match(tree, R"({"v":1,"kids":[{"kids":[]}]})"));
 }
@@ -94,7 +95,8 @@ TEST(JsonGrammar, ToolCallInQwenSyntax) {
                                                       "required": ["city"]})"},
                                    {"noop", ""}},
                                   "tools");
-  EXPECT_TRUE(full_match(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
+  EXPECT_TRUE(
+      full_match(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"));
   EXPECT_TRUE(full_match(g, "<tool_call>\n{\"name\":\"noop\",\"arguments\":{\"any\":[1]}}\n</tool_call>"));
   EXPECT_FALSE(full_match(g, "<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>"));
   EXPECT_FALSE(full_match(g, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>"));
@@ -139,7 +141,8 @@ TEST(TokenMask, QwenVocabularyMaskIsExact) {
     std::vector<uint8_t> allowed;
     const auto a = std::chrono::steady_clock::now();
     allowed_tokens(trie, m, allowed);
-    worst_ms = std::max(worst_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    worst_ms =
+        std::max(worst_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
     int64_t n_allowed = 0;
     for (int32_t id = 0; id < trie.vocab_size(); ++id) {
       const std::string& b = trie.bytes(id);

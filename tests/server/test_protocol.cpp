@@ -180,14 +180,18 @@ TEST(ServerProtocol, UnsupportedFeaturesAreRefusedNotIgnored) {
   chat_error(chat(R"("response_format": {"type": "json_schema", "json_schema": {"schema": {}}})"),
              "response_format.json_schema.name");
   chat_error(chat(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true,
-             "schema": {"type": "string", "pattern": "a+"}}})"), "response_format.json_schema.schema");
+             "schema": {"type": "string", "pattern": "a+"}}})"),
+             "response_format.json_schema.schema");
   chat_error(chat(R"("response_format": {"type": "json_object"}, "ignore_eos": true)"), "ignore_eos");
   EXPECT_NE(parse_chat_request(chat(R"("response_format": {"type": "json_object"})")).grammar, nullptr);
   EXPECT_NE(parse_chat_request(chat(R"("response_format": {"type": "json_schema", "json_schema": {"name": "x",
-             "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}})")).grammar, nullptr);
+             "schema": {"type": "object", "properties": {"a": {"type": "integer"}}}}})"))
+                .grammar,
+            nullptr);
   chat_error(chat(R"("tool_choice": "required")"), "tool_choice");
   chat_error(chat(R"("tool_choice": {"type": "function", "function": {"name": "f"}})"), "tool_choice");
-  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
+  const std::string tools =
+      R"("tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}])";
   chat_error(chat(tools + R"(, "tool_choice": {"type": "function", "function": {"name": "g"}})"), "tool_choice");
   chat_error(chat(tools + R"(, "tool_choice": "sometimes")"), "tool_choice");
   EXPECT_NE(parse_chat_request(chat(tools + R"(, "tool_choice": "required")")).grammar, nullptr);

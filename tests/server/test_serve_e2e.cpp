@@ -95,7 +95,9 @@ TEST_F(ServeE2E, ToolsReachTheTemplate) { expect_scenario("tools_reach_the_templ
 TEST_F(ServeE2E, EnableThinkingPassthrough) { expect_scenario("enable_thinking_passthrough"); }
 TEST_F(ServeE2E, CompletionsEndpoint) { expect_scenario("completions_endpoint"); }
 TEST_F(ServeE2E, ErrorsAreOpenAIShaped) { expect_scenario("errors_openai_shaped"); }
-TEST_F(ServeE2E, StructuredOutputThroughClientParse) { expect_scenario("structured_output_parse"); }
+TEST_F(ServeE2E, StructuredOutputThroughClientParse) {
+  expect_scenario("structured_output_parse");
+}
 TEST_F(ServeE2E, ThirtyTwoConcurrentClientsAreBatched) { expect_scenario("concurrent_clients_are_batched"); }
 TEST_F(ServeE2E, ClientDisconnectCancelsItsRequest) { expect_scenario("client_disconnect_cancels_its_request"); }
 TEST_F(ServeE2E, SigintShutsDownCleanly) { expect_scenario("sigint_shuts_down_cleanly"); }

@@ -189,7 +189,8 @@ TEST_F(ServerTools, JsonSchemaResponseFormatGivesSchemaValidJson) {
 // tool_choice naming a tool (and "required"): sampled at temperature 1, every choice is a call of
 // that tool with schema-valid arguments, parsed into tool_calls.
 TEST_F(ServerTools, ToolChoiceForcesAValidCall) {
-  for (const json& choice : {json::parse(R"({"type": "function", "function": {"name": "get_weather"}})"), json("required")}) {
+  for (const json& choice :
+       {json::parse(R"({"type": "function", "function": {"name": "get_weather"}})"), json("required")}) {
     json body = request(true, false);
     body["tools"] = json::parse(R"([{"type": "function", "function": {"name": "get_weather", "parameters":
         {"type": "object", "properties": {"city": {"enum": ["Paris", "Rome"]}, "days": {"type": "integer"}},
