@@ -66,7 +66,7 @@ TEST(ToolCalls, MalformedBlocksKeepEverythingAsContent) {
 // it stays content instead of recursing through it or escaping as an exception.
 TEST(ToolCalls, TooDeepOrOverflowingBlocksStayContent) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  for (const std::string text :
+  for (const std::string& text :
        {"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + deep + "}}</tool_call>",
         std::string("<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1e400}}</tool_call>")}) {
     ParsedToolCalls p = parse_tool_calls(text);
