@@ -223,8 +223,8 @@ std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(std::string_view sch
 
 std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(std::string_view schema_json, const std::string& param,
                                                             bool strict) {
-  if (json_depth(schema_json) > kMaxJsonDepth)
-    throw ApiError(400, strcat(param, " nests deeper than ", kMaxJsonDepth, " levels"), param);
+  if (json_depth(schema_json) > kMaxRequestJsonDepth)
+    throw ApiError(400, strcat(param, " nests deeper than ", kMaxRequestJsonDepth, " levels"), param);
   json s;
   try {
     s = json::parse(schema_json);
@@ -247,8 +247,8 @@ std::shared_ptr<const JsonGrammar> JsonGrammar::tool_call(const std::vector<std:
   b.build_any();
   GrammarNode* alt = b.make(Kind::kAlt);
   for (const auto& [name, params] : tools) {
-    if (json_depth(params) > kMaxJsonDepth)
-      throw ApiError(400, strcat(param, " nests deeper than ", kMaxJsonDepth, " levels"), param);
+    if (json_depth(params) > kMaxRequestJsonDepth)
+      throw ApiError(400, strcat(param, " nests deeper than ", kMaxRequestJsonDepth, " levels"), param);
     const json s = params.empty() ? json::object() : json::parse(params);
     b.root = &s;
     b.defs.clear();

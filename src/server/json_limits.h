@@ -1,15 +1,14 @@
 // Nesting limit for JSON text the server parses (request bodies, tool-call argument strings,
-// tool calls in model output). nlohmann's dump, copy and comparisons recurse, so text nested
-// deeper than kMaxJsonDepth is refused before it is parsed.
+// tool calls in model output, schemas). nlohmann's dump, copy and comparisons recurse, so text nested
+// deeper than kMaxRequestJsonDepth is refused before it is parsed (depth scan: core/json_limits.h).
 #pragma once
 
-#include <string_view>
+#include "core/json_limits.h"
 
 namespace trinity::server {
 
-inline constexpr int kMaxJsonDepth = 64;
+inline constexpr int kMaxRequestJsonDepth = 64;
 
-// Deepest bracket nesting of JSON text ([ and { outside strings); a pre-scan, no parsing.
-int json_depth(std::string_view s);
+using trinity::json_depth;
 
 }  // namespace trinity::server

@@ -11,34 +11,12 @@
 
 namespace trinity::server {
 
-int json_depth(std::string_view s) {
-  int depth = 0, max_depth = 0;
-  bool in_str = false, esc = false;
-  for (char c : s) {
-    if (in_str) {
-      if (esc)
-        esc = false;
-      else if (c == '\\')
-        esc = true;
-      else if (c == '"')
-        in_str = false;
-    } else if (c == '"') {
-      in_str = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 namespace {
 
 using json = nlohmann::ordered_json;
 namespace jinja = tok::jinja;
 
-constexpr int kMaxDepth = kMaxJsonDepth;
+constexpr int kMaxDepth = kMaxRequestJsonDepth;
 
 [[noreturn]] void bad(const std::string& param, const std::string& msg, const std::string& code = "") {
   throw ApiError(400, msg, param, code);

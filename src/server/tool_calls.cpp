@@ -55,7 +55,7 @@ ParsedToolCalls parse_tool_calls(const std::string& text) {
     json j;
     try {
       // Model output can nest arbitrarily deep (or hold 1e400): not a call, left as text.
-      if (json_depth(block) > kMaxJsonDepth) throw std::invalid_argument("too deep");
+      if (json_depth(block) > kMaxRequestJsonDepth) throw std::invalid_argument("too deep");
       j = json::parse(block);
     } catch (const std::exception&) {
       ok = false;

@@ -14,23 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "cli_util.h"
+
 namespace fs = std::filesystem;
 
+using namespace trinity::test;
+
 namespace {
-
-const std::string kTrinity = std::string(TRINITY_BINARY_DIR) + "/trinity";
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Result {
-  int code = -1;  // -1: killed by a signal (or by the timeout)
-  std::string out, err;
-};
 
 class CliInputs : public ::testing::Test {
  protected:
@@ -48,15 +38,7 @@ class CliInputs : public ::testing::Test {
 
   // `trinity <args>` under a 60 s timeout (`env` prefix allowed); stdout and stderr captured.
   static Result run(const std::string& args, const std::string& env = "", int timeout_s = 60) {
-    const std::string o = dir_ + "/stdout.txt", e = dir_ + "/stderr.txt";
-    const std::string cmd =
-        env + " timeout -s KILL " + std::to_string(timeout_s) + " " + kTrinity + " " + args + " >" + o + " 2>" + e;
-    const int rc = std::system(cmd.c_str());
-    Result r;
-    r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    r.out = slurp(o);
-    r.err = slurp(e);
-    return r;
+    return run_trinity(dir_, args, timeout_s, env);
   }
 
   static std::string write(const std::string& name, const std::string& text) {

@@ -16,24 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "cli_util.h"
+
 using json = nlohmann::json;
 namespace fs = std::filesystem;
 
+using namespace trinity::test;
+
 namespace {
-
-const std::string kTrinity = std::string(TRINITY_BINARY_DIR) + "/trinity";
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
 
 size_t count(const std::string& s, const std::string& needle) {
   size_t n = 0;
@@ -100,15 +90,7 @@ class RunCmds : public ::testing::Test {
   }
 
   // `trinity <args>` under a 240 s timeout; stdout and stderr captured separately.
-  static Result run(const std::string& args) {
-    const std::string o = dir_ + "/stdout.txt", e = dir_ + "/stderr.txt";
-    const int rc = std::system(("timeout -s KILL 240 " + kTrinity + " " + args + " >" + o + " 2>" + e).c_str());
-    Result r;
-    r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    r.out = slurp(o);
-    r.err = slurp(e);
-    return r;
-  }
+  static Result run(const std::string& args) { return run_trinity(dir_, args, 240); }
 
   static std::string dir_;
 };
