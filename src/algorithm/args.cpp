@@ -32,12 +32,6 @@ std::string ArgValue::repr() const {
   }
 }
 
-std::string join_names(const std::vector<std::string>& names) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
-  return out;
-}
-
 Args Args::resolve(const std::string& where, const ArgSpec& spec, const ArgMap& user) {
   Args a;
   a.where_ = where;
@@ -46,8 +40,8 @@ Args Args::resolve(const std::string& where, const ArgSpec& spec, const ArgMap& 
     if (!a.values_.count(k)) {
       std::vector<std::string> valid;
       for (const auto& d : spec) valid.push_back(d.name);
-      throw ConfigError("algorithm", strcat(where, ": unknown argument '", k, "'; valid arguments are: ",
-                                            valid.empty() ? std::string("(none)") : join_names(valid)));
+      throw ConfigError("algorithm", strcat(where, ": unknown argument '", k, "'", did_you_mean_suffix(k, valid),
+                                            "; valid arguments are: ", join_names(valid)));
     }
     a.values_[k] = val;
   }

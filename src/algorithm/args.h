@@ -12,6 +12,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/names.h"
+
 namespace trinity::algo {
 
 // null | bool | integer | float | string. Integers convert to float on request; nothing else converts.
@@ -30,6 +32,7 @@ struct ArgValue {
   bool is_null() const { return std::holds_alternative<std::monostate>(v); }
   std::string type_name() const;  // "null", "bool", "int", "float", "string"
   std::string repr() const;       // JSON-ish rendering for messages and docs
+  bool operator==(const ArgValue&) const = default;
 };
 
 using ArgMap = std::map<std::string, ArgValue>;
@@ -69,7 +72,7 @@ class Args {
   ArgMap values_;
 };
 
-// "a, b, c" — used by every "valid ones are ..." message.
-std::string join_names(const std::vector<std::string>& names);
+// "a, b, c" — used by every "valid ones are ..." message (core/names.h).
+using trinity::join_names;
 
 }  // namespace trinity::algo

@@ -55,6 +55,7 @@ struct AlgorithmSpec {
   void set_map(const std::string& key, const ArgMap& m);
   static const std::vector<std::string>& scalar_keys();
   static const std::vector<std::string>& map_keys();
+  bool operator==(const AlgorithmSpec&) const = default;
 };
 
 // Parses the `algorithm:` section from JSON text (used by `trinity debug loss` and tests).

@@ -32,8 +32,8 @@ class Registry {
   const RegistryEntry<T>& entry(const std::string& name) const {
     for (const auto& e : entries_)
       if (e.name == name) return e;
-    throw ConfigError("algorithm", strcat(kind_, " \"", name, "\" is unknown; valid names are: ",
-                                          join_names(names())));
+    throw ConfigError("algorithm", strcat(kind_, " \"", name, "\" is unknown", did_you_mean_suffix(name, names()),
+                                          "; valid names are: ", join_names(names())));
   }
   bool contains(const std::string& name) const {
     for (const auto& e : entries_)

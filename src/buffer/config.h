@@ -29,6 +29,7 @@ struct FormatConfig {
   bool enable_concatenated_multi_turn = false;
   std::string chat_template;
   std::optional<bool> enable_thinking;
+  bool operator==(const FormatConfig&) const = default;
 };
 
 struct SelectorConfig {
@@ -36,6 +37,7 @@ struct SelectorConfig {
   int64_t seed = 42;
   std::vector<std::string> feature_keys;
   std::string kwargs = "{}";  // JSON object text
+  bool operator==(const SelectorConfig&) const = default;
 };
 
 struct ReplayConfig {
@@ -45,6 +47,7 @@ struct ReplayConfig {
   double decay = 2.0;                         // priority_fn_args.decay
   int64_t use_count_limit = 3;                // priority_fn_args.use_count_limit (<= 0 unlimited)
   double sigma = 0.0;                         // priority_fn_args.sigma
+  bool operator==(const ReplayConfig&) const = default;
 };
 
 // trainer_input.experience_buffer / auxiliary buffers (Trinity ExperienceBufferConfig).
@@ -65,6 +68,7 @@ struct StorageConfig {
   SelectorConfig data_selector;
   double lease_timeout = 600.0;  // trinity extension: seconds a read batch stays leased before given back
   std::string reader_id;         // trinity extension: lease owner name for resume ("" = name)
+  bool operator==(const StorageConfig&) const = default;
 };
 
 // explorer_input.taskset / tasksets[] / eval_tasksets[] (Trinity TasksetConfig).
@@ -90,6 +94,7 @@ struct TasksetConfig {
   int64_t total_epochs = 1;
   std::optional<int64_t> total_steps;
   bool strict = false;  // trinity extension: a bad row is an error instead of skipped and counted
+  bool operator==(const TasksetConfig&) const = default;
 };
 
 }  // namespace trinity::buffer

@@ -1,11 +1,12 @@
-// Buffer config structs from JSON (see config_json.h). A Fields helper records which keys were consumed
-// so that everything else is reported as unknown with its full path.
+// Buffer config structs from JSON (see config_json.h), read with core/json_fields.h: every key not
+// consumed is reported as unknown with its full path and a did-you-mean.
 #include "buffer/config_json.h"
 
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/error.h"
+#include "core/json_fields.h"
 #include "core/log.h"
 
 namespace trinity::buffer {
@@ -14,106 +15,10 @@ using nlohmann::json;
 
 namespace {
 
-class Fields {
- public:
-  Fields(const json& j, std::string path, std::vector<std::string>* unknown)
-      : j_(j), path_(std::move(path)), unknown_(unknown) {
-    if (!j_.is_object()) throw ConfigError("config", strcat(path_, ": expected a mapping, got ", j_.dump()));
-  }
-  std::string at(const std::string& k) const { return path_.empty() ? k : path_ + "." + k; }
-
-  const json* get(const std::string& k) {
-    valid_.insert(k);
-    auto it = j_.find(k);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-  void str(const std::string& k, std::string& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_string()) throw type_error(k, "a string", *v);
-      out = v->get<std::string>();
-    }
-  }
-  void i64(const std::string& k, int64_t& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_number_integer()) throw type_error(k, "an integer", *v);
-      out = v->get<int64_t>();
-    }
-  }
-  void opt_i64(const std::string& k, std::optional<int64_t>& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_number_integer()) throw type_error(k, "an integer", *v);
-      out = v->get<int64_t>();
-    }
-  }
-  void f64(const std::string& k, double& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_number()) throw type_error(k, "a number", *v);
-      out = v->get<double>();
-    }
-  }
-  void opt_f64(const std::string& k, std::optional<double>& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_number()) throw type_error(k, "a number", *v);
-      out = v->get<double>();
-    }
-  }
-  void boolean(const std::string& k, bool& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_boolean()) throw type_error(k, "true or false", *v);
-      out = v->get<bool>();
-    }
-  }
-  void opt_bool(const std::string& k, std::optional<bool>& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_boolean()) throw type_error(k, "true or false", *v);
-      out = v->get<bool>();
-    }
-  }
-  void object_text(const std::string& k, std::string& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_object()) throw type_error(k, "a mapping", *v);
-      out = v->dump();
-    }
-  }
-  void str_list(const std::string& k, std::vector<std::string>& out) {
-    if (const json* v = get(k)) {
-      if (!v->is_array()) throw type_error(k, "a list of strings", *v);
-      out.clear();
-      for (const auto& x : *v) {
-        if (!x.is_string()) throw type_error(k, "a list of strings", *v);
-        out.push_back(x.get<std::string>());
-      }
-    }
-  }
-  // Known upstream keys without meaning here: accepted, one warning each.
-  void ignore(const std::string& k) {
-    if (get(k)) log::warn("config: ", at(k), " has no effect in trinity (accepted for Trinity-RFT compatibility)");
-  }
-  void finish() {
-    for (const auto& [k, v] : j_.items()) {
-      if (valid_.count(k)) continue;
-      if (unknown_) {
-        unknown_->push_back(at(k));
-        continue;
-      }
-      std::string list;
-      for (const auto& s : valid_) list += (list.empty() ? "" : ", ") + s;
-      throw ConfigError("config", strcat("unknown key '", at(k), "'; valid keys here: ", list));
-    }
-  }
-
- private:
-  ConfigError type_error(const std::string& k, const char* want, const json& got) const {
-    return ConfigError("config", strcat(at(k), ": expected ", want, ", got ", got.dump()));
-  }
-  const json& j_;
-  std::string path_;
-  std::vector<std::string>* unknown_;
-  std::set<std::string> valid_;
-};
+using Fields = JsonFields;
 
 void selector_from_json(const json& j, SelectorConfig& out, const std::string& path, std::vector<std::string>* unk) {
-  Fields f(j, path, unk);
+  Fields f(j, path, "config", unk);
   f.str("selector_type", out.selector_type);
   f.i64("seed", out.seed);
   f.str_list("feature_keys", out.feature_keys);
@@ -122,7 +27,7 @@ void selector_from_json(const json& j, SelectorConfig& out, const std::string& p
 }
 
 void rollout_from_json(const json& j, RolloutArgs& out, const std::string& path, std::vector<std::string>* unk) {
-  Fields f(j, path, unk);
+  Fields f(j, path, "config", unk);
   f.opt_f64("temperature", out.temperature);
   f.opt_f64("top_p", out.top_p);
   f.opt_i64("top_k", out.top_k);
@@ -133,12 +38,12 @@ void rollout_from_json(const json& j, RolloutArgs& out, const std::string& path,
 }
 
 void replay_from_json(const json& j, ReplayConfig& out, const std::string& path, std::vector<std::string>* unk) {
-  Fields f(j, path, unk);
+  Fields f(j, path, "config", unk);
   f.boolean("enable", out.enable);
   f.str("priority_fn", out.priority_fn);
   f.opt_f64("reuse_cooldown_time", out.reuse_cooldown_time);
   if (const json* a = f.get("priority_fn_args")) {
-    Fields g(*a, f.at("priority_fn_args"), unk);
+    Fields g(*a, f.at("priority_fn_args"), "config", unk);
     g.f64("decay", out.decay);
     g.i64("use_count_limit", out.use_count_limit);
     g.f64("sigma", out.sigma);
@@ -150,7 +55,7 @@ void replay_from_json(const json& j, ReplayConfig& out, const std::string& path,
 }  // namespace
 
 void format_config_from_json(const json& j, FormatConfig& out, const std::string& path, std::vector<std::string>* unk) {
-  Fields f(j, path, unk);
+  Fields f(j, path, "config", unk);
   f.str("prompt_type", out.prompt_type);
   f.str("prompt_key", out.prompt_key);
   f.str("response_key", out.response_key);
@@ -170,11 +75,11 @@ void format_config_from_json(const json& j, FormatConfig& out, const std::string
   f.opt_bool("enable_thinking", out.enable_thinking);
   f.finish();
   if (out.prompt_type != "messages" && out.prompt_type != "plaintext")
-    throw ConfigError("config", strcat(f.at("prompt_type"), ": '", out.prompt_type, "' is not messages or plaintext"));
+    throw f.error("prompt_type", strcat("'", out.prompt_type, "' is not messages or plaintext"));
 }
 
 void storage_config_from_json(const json& j, StorageConfig& out, const std::string& path, std::vector<std::string>* unk) {
-  Fields f(j, path, unk);
+  Fields f(j, path, "config", unk);
   f.str("name", out.name);
   f.str("storage_type", out.storage_type);
   f.str("path", out.path);
@@ -200,14 +105,13 @@ void storage_config_from_json(const json& j, StorageConfig& out, const std::stri
   std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   out.storage_type = t;
   if (t != "queue" && t != "sql" && t != "sqlite" && t != "file")
-    throw ConfigError("config", strcat(f.at("storage_type"), ": '", out.storage_type, "' is not queue, sql or file"));
-  if (out.capacity <= 0) throw ConfigError("config", strcat(f.at("capacity"), ": must be > 0, got ", out.capacity));
-  if (out.lease_timeout <= 0)
-    throw ConfigError("config", strcat(f.at("lease_timeout"), ": must be > 0, got ", out.lease_timeout));
+    throw f.error("storage_type", strcat("'", out.storage_type, "' is not queue, sql or file"));
+  if (out.capacity <= 0) throw f.error("capacity", strcat("must be > 0, got ", out.capacity));
+  if (out.lease_timeout <= 0) throw f.error("lease_timeout", strcat("must be > 0, got ", out.lease_timeout));
 }
 
 void taskset_config_from_json(const json& j, TasksetConfig& out, const std::string& path, std::vector<std::string>* unk) {
-  Fields f(j, path, unk);
+  Fields f(j, path, "config", unk);
   f.str("name", out.name);
   f.str("storage_type", out.storage_type);
   f.str("path", out.path);
@@ -236,8 +140,7 @@ void taskset_config_from_json(const json& j, TasksetConfig& out, const std::stri
   f.boolean("strict", out.strict);
   f.ignore("ray_namespace");
   f.finish();
-  if (out.repeat_times <= 0)
-    throw ConfigError("config", strcat(f.at("repeat_times"), ": must be > 0, got ", out.repeat_times));
+  if (out.repeat_times <= 0) throw f.error("repeat_times", strcat("must be > 0, got ", out.repeat_times));
 }
 
 }  // namespace trinity::buffer

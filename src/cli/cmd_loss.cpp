@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_fields.h"
 #include "core/json_limits.h"
 
 namespace trinity::cli {
@@ -93,13 +94,12 @@ int debug_loss(const Argv& argv) {
     throw IoError("debug loss", strcat(in_path, ": not valid JSON: ", e.what()));
   }
   if (!in.is_object()) throw ValueError("debug loss", strcat(in_path, ": expected a JSON object"));
-  for (auto it = in.begin(); it != in.end(); ++it) {
-    static const std::vector<std::string> known = {"algorithm",        "experiences",        "current_logprobs",
-                                                   "entropy",          "train_step",         "seed",
-                                                   "micro_batch_size", "max_response_tokens"};
-    if (std::find(known.begin(), known.end(), it.key()) == known.end())
-      throw ConfigError("debug loss", strcat(in_path, ": unknown top-level key '", it.key(),
-                                             "'; valid keys are: ", algo::join_names(known)));
+  {
+    JsonFields top(in, in_path, "debug loss");
+    for (const char* k : {"algorithm", "experiences", "current_logprobs", "entropy", "train_step", "seed",
+                          "micro_batch_size", "max_response_tokens"})
+      top.get(k);
+    top.finish();  // unknown top-level key: UnknownKeyError with a did-you-mean
   }
   algo::Algorithm alg(algo::algorithm_spec_from_json(in.value("algorithm", json::object()).dump()));
 

@@ -1,8 +1,7 @@
 // The `buffer:` section: its own scalar keys here; tasksets and storages go through the buffer layer's
 // parsers (buffer/config_json.h) via a Tree -> JSON bridge, so the key sets live in one place. Their
-// errors are re-thrown with file:line (looked up from the dotted path in the message) and a
-// did-you-mean hint. Trinity keys those parsers only warn about are stripped here first, so the
-// warnings land in the load result instead of the log.
+// KeyErrors (core/names.h) are re-thrown with file:line, looked up from the key's dotted path. Trinity keys those
+// parsers only warn about are stripped here first, so the warnings land in the load result instead of the log.
 #include <nlohmann/json.hpp>
 
 #include <regex>
@@ -10,6 +9,7 @@
 #include "buffer/config_json.h"
 #include "config/section.h"
 #include "core/error.h"
+#include "core/names.h"
 
 namespace trinity::config::detail {
 
@@ -49,39 +49,27 @@ json to_json(const Tree& t) {
   return s;
 }
 
-// Runs a buffer-layer parser on `node` (at `path`, relative lookups through `section`/`prefix`).
+// Runs a buffer-layer parser on `node` (at `path`, relative lookups through `section`/`prefix`). Its
+// KeyErrors carry the dotted path of the key, which is looked up in the tree for file:line.
 template <typename Fn>
 void bridged(Ctx& c, const Tree& section, const std::string& prefix, const Tree& node, Fn&& fn) {
+  auto lookup = [&](const std::string& path) -> const Tree* {
+    if (path.rfind(prefix + ".", 0) != 0) return nullptr;
+    return tree_at(section, path.substr(prefix.size() + 1));
+  };
   try {
     fn(to_json(node));
+  } catch (const UnknownKeyError& e) {
+    const Tree* at = lookup(e.path());
+    throw ConfigError("config", strcat(at ? c.loc(*at) : c.file, ": unknown key '", e.path(), "'",
+                                       did_you_mean_suffix(e.key(), e.valid()),
+                                       "; valid keys here: ", join_names(sorted_unique(e.valid()))));
+  } catch (const KeyError& e) {
+    const Tree* at = lookup(e.path());
+    throw ConfigError("config", strcat(at ? c.loc(*at) : c.loc(node), ": ", e.path(), ": ", e.detail()));
   } catch (const ConfigError& e) {
-    std::string msg = e.what();
-    msg = msg.substr(msg.find("] ") + 2);
-    static const std::regex unknown_re("unknown key '([^']+)'; valid keys here: (.*)");
-    std::smatch m;
-    auto lookup = [&](const std::string& path) -> const Tree* {
-      if (path.rfind(prefix + ".", 0) != 0) return nullptr;
-      return tree_at(section, path.substr(prefix.size() + 1));
-    };
-    if (std::regex_match(msg, m, unknown_re)) {
-      const std::string path = m[1];
-      std::vector<std::string> valid;
-      std::string list = m[2];
-      for (size_t pos = 0; pos <= list.size();) {
-        const size_t comma = list.find(", ", pos);
-        valid.push_back(list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
-        if (comma == std::string::npos) break;
-        pos = comma + 2;
-      }
-      const std::string key = path.substr(path.find_last_of('.') + 1);
-      const std::string hint = did_you_mean(key, valid);
-      const Tree* at = lookup(path);
-      throw ConfigError("config", strcat(at ? c.loc(*at) : c.file, ": unknown key '", path, "'",
-                                         hint.empty() ? "" : "; " + hint, " (valid keys here: ", list, ")"));
-    }
-    const auto colon = msg.find(": ");
-    const Tree* at = colon == std::string::npos ? nullptr : lookup(msg.substr(0, colon));
-    throw ConfigError("config", strcat(at ? c.loc(*at) : c.loc(node), ": ", msg));
+    const std::string msg = e.what();
+    throw ConfigError("config", strcat(c.loc(node), ": ", msg.substr(msg.find("] ") + 2)));
   }
 }
 

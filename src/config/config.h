@@ -33,6 +33,7 @@ struct OptimizerConfig {
   std::vector<double> betas{0.9, 0.999};
   double weight_decay = 0.01;
   double clip_grad = 1.0;  // the effective value is trainer.grad_clip
+  bool operator==(const OptimizerConfig&) const = default;
 };
 
 struct ModelConfig {
@@ -49,6 +50,7 @@ struct ModelConfig {
   std::string custom_chat_template;  // chat_template_path's file content when that is set
   std::string chat_template_path;
   bool enable_prompt_truncation = true;
+  bool operator==(const ModelConfig&) const = default;
 };
 
 struct BufferConfig {
@@ -61,11 +63,14 @@ struct BufferConfig {
     std::vector<buffer::TasksetConfig> tasksets;  // `taskset:` becomes a one-element list
     std::vector<buffer::TasksetConfig> eval_tasksets;
     std::string default_workflow_type, default_eval_workflow_type, default_reward_fn_type;
+    bool operator==(const ExplorerInput&) const = default;
   } explorer_input;
   struct TrainerInput {
     buffer::StorageConfig experience_buffer;
     std::map<std::string, buffer::StorageConfig> auxiliary_buffers;
+    bool operator==(const TrainerInput&) const = default;
   } trainer_input;
+  bool operator==(const BufferConfig&) const = default;
 };
 
 // explorer.rollout_model and explorer.auxiliary_models[i] (sampling fields inherit model.*).
@@ -85,6 +90,7 @@ struct InferenceModelConfig {
   bool enable_history = false;
   bool enable_openai_api = false;
   int64_t kv_cache_bytes = int64_t{1} << 30;  // trinity extension: KV cache budget of the engine
+  bool operator==(const InferenceModelConfig&) const = default;
 };
 
 struct ExplorerConfig {
@@ -106,7 +112,9 @@ struct ExplorerConfig {
   struct DynamicTimeout {
     bool enable = false;
     double ratio = 3.0;
+    bool operator==(const DynamicTimeout&) const = default;
   } dynamic_timeout;
+  bool operator==(const ExplorerConfig&) const = default;
 };
 
 struct SynchronizerConfig {
@@ -115,6 +123,7 @@ struct SynchronizerConfig {
   int64_t sync_interval = 1;
   int64_t sync_offset = 0;
   double sync_timeout = 3600;
+  bool operator==(const SynchronizerConfig&) const = default;
 };
 
 struct TrainerConfig {
@@ -133,17 +142,21 @@ struct TrainerConfig {
   struct Critic {  // trinity extension (verl's critic defaults)
     double lr = 1e-5;
     double cliprange_value = 0.5;
+    bool operator==(const Critic&) const = default;
   } critic;
+  bool operator==(const TrainerConfig&) const = default;
 };
 
 struct MonitorConfig {
   std::string monitor_type = "tensorboard";  // tensorboard | jsonl | none (wandb/mlflow/swanlab -> jsonl)
   bool detailed_stats = false;
   std::string monitor_args = "{}";  // JSON object text
+  bool operator==(const MonitorConfig&) const = default;
 };
 
 struct LogConfig {
   std::string level = "INFO";
+  bool operator==(const LogConfig&) const = default;
 };
 
 // One entry of `stages:` as written (sections present are replaced wholesale by expand_stages).
@@ -151,6 +164,7 @@ struct StageInfo {
   std::string stage_name;
   std::optional<std::string> mode;
   std::vector<std::string> sections;  // which of algorithm/buffer/explorer/trainer/data_processor are set
+  bool operator==(const StageInfo&) const = default;
 };
 
 struct Config {
@@ -178,6 +192,8 @@ struct Config {
 
   // checkpoint_root_dir/project/group/name (an empty group is skipped).
   std::string job_dir() const;
+  // Every field (the round-trip test: load(to_yaml(c)) == c); `source` compares as a pointer.
+  bool operator==(const Config&) const = default;
 };
 
 struct LoadResult {

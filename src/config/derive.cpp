@@ -313,10 +313,19 @@ void derive(Ctx& c, const Tree& root, Parsed& p) {
                                 .lexically_normal()
                                 .string();
   if (cfg.checkpoint_root_dir.size() > 1 && cfg.checkpoint_root_dir.back() == '/') cfg.checkpoint_root_dir.pop_back();
+  // checkpoint_job_dir is always checkpoint_root_dir/project/group/name (as in Trinity, which overwrites
+  // it); a config that names another one gets a warning, not a silent surprise.
+  if (const Tree* jd = root.find("checkpoint_job_dir"); jd && jd->is_scalar() && !jd->scalar.empty()) {
+    const std::string given = std::filesystem::absolute(jd->scalar).lexically_normal().string();
+    if (std::filesystem::path(given) != std::filesystem::path(cfg.job_dir()))
+      c.warn(strcat(c.loc(*jd), ": checkpoint_job_dir '", jd->scalar, "' is ignored: the job dir is derived from ",
+                    "checkpoint_root_dir/project/group/name = ", cfg.job_dir()));
+  }
   // Algorithm: resolving it validates every component name and argument.
   {
     const algo::Algorithm alg(cfg.algorithm);
     cfg.repeat_times = alg.repeat_times();
+    cfg.algorithm.repeat_times = cfg.repeat_times;  // canonical: the preset default / dpo's forced 2 made explicit
     cfg.schema_type = alg.schema() == algo::Schema::kSft ? "sft" : alg.schema() == algo::Schema::kDpo ? "dpo" : "experience";
   }
   OptimizerConfig& o = cfg.optimizer;

@@ -2,7 +2,12 @@
 // docs/config.md. Used by `trinity config check` and written next to checkpoints by the launcher.
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include "config/config.h"
+#include "core/error.h"
 
 namespace trinity::config {
 
@@ -15,18 +20,53 @@ using YAML::EndSeq;
 using YAML::Key;
 using YAML::Value;
 
+// The shortest text that reads back as exactly `d`, always with a '.' or an exponent so that it
+// reads back as a float (an algorithm argument 0.0 must not come back as the integer 0).
+std::string float_text(double d) {
+  if (std::isnan(d)) return ".nan";
+  if (std::isinf(d)) return d > 0 ? ".inf" : "-.inf";
+  char buf[40];
+  for (int prec = 1; prec <= 17; ++prec) {
+    std::snprintf(buf, sizeof buf, "%.*g", prec, d);
+    if (std::strtod(buf, nullptr) == d) break;
+  }
+  std::string t = buf;
+  if (t.find_first_of(".eE") == std::string::npos) t += ".0";
+  return t;
+}
+// A value: floats through float_text, everything else as yaml-cpp writes it.
+template <typename T>
+void value(YAML::Emitter& e, const T& v) {
+  if constexpr (std::is_floating_point_v<T>)
+    e << float_text(v);
+  else
+    e << v;
+}
+
 template <typename T>
 void kv(YAML::Emitter& e, const char* k, const T& v) {
-  e << Key << k << Value << v;
+  e << Key << k << Value;
+  value(e, v);
 }
 template <typename T>
 void kv(YAML::Emitter& e, const char* k, const std::optional<T>& v) {
   e << Key << k << Value;
-  if (v) e << *v;
+  if (v)
+    value(e, *v);
   else e << YAML::Null;
 }
 void kv(YAML::Emitter& e, const char* k, const std::string& v) {
   e << Key << k << Value << YAML::DoubleQuoted << v;
+}
+
+// A free-form mapping kept as JSON text (workflow_args, kwargs, ...): emitted as a YAML mapping (JSON
+// is YAML flow syntax), so that loading the output reads the same mapping back.
+void kv_json(YAML::Emitter& e, const char* k, const std::string& json_text) {
+  e << Key << k << Value;
+  if (json_text.empty())
+    e << YAML::Flow << BeginMap << EndMap;
+  else
+    e << YAML::Flow << YAML::Load(json_text);
 }
 
 void arg(YAML::Emitter& e, const algo::ArgValue& v) {
@@ -35,7 +75,8 @@ void arg(YAML::Emitter& e, const algo::ArgValue& v) {
         using X = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<X, std::monostate>) e << YAML::Null;
         else if constexpr (std::is_same_v<X, std::string>) e << YAML::DoubleQuoted << x;
-        else e << x;
+        else
+          value(e, x);
       },
       v.v);
 }
@@ -47,13 +88,6 @@ void argmap(YAML::Emitter& e, const char* k, const algo::ArgMap& m) {
     arg(e, av);
   }
   e << EndMap;
-}
-
-template <typename T>
-void optstr(YAML::Emitter& e, const char* k, const std::optional<T>& v) {
-  e << Key << k << Value;
-  if (v) e << *v;
-  else e << YAML::Null;
 }
 
 void format(YAML::Emitter& e, const buffer::FormatConfig& f) {
@@ -74,7 +108,7 @@ void format(YAML::Emitter& e, const buffer::FormatConfig& f) {
   kv(e, "rejected_key", f.rejected_key);
   kv(e, "enable_concatenated_multi_turn", f.enable_concatenated_multi_turn);
   kv(e, "chat_template", f.chat_template);
-  optstr(e, "enable_thinking", f.enable_thinking);
+  kv(e, "enable_thinking", f.enable_thinking);
   e << EndMap;
 }
 
@@ -83,7 +117,7 @@ void selector(YAML::Emitter& e, const buffer::SelectorConfig& s) {
   kv(e, "selector_type", s.selector_type);
   kv(e, "seed", s.seed);
   e << Key << "feature_keys" << Value << YAML::Flow << s.feature_keys;
-  kv(e, "kwargs", s.kwargs);
+  kv_json(e, "kwargs", s.kwargs);
   e << EndMap;
 }
 
@@ -96,14 +130,15 @@ void taskset(YAML::Emitter& e, const buffer::TasksetConfig& t) {
   kv(e, "split", t.split);
   format(e, t.format);
   e << Key << "rollout_args" << Value << BeginMap;
-  optstr(e, "temperature", t.rollout_args.temperature);
-  optstr(e, "top_p", t.rollout_args.top_p);
-  optstr(e, "top_k", t.rollout_args.top_k);
-  optstr(e, "logprobs", t.rollout_args.logprobs);
-  optstr(e, "max_tokens", t.rollout_args.max_tokens);
+  kv(e, "temperature", t.rollout_args.temperature);
+  kv(e, "top_p", t.rollout_args.top_p);
+  kv(e, "top_k", t.rollout_args.top_k);
+  kv(e, "logprobs", t.rollout_args.logprobs);
+  kv(e, "max_tokens", t.rollout_args.max_tokens);
+  kv(e, "n", t.rollout_args.n);
   e << EndMap;
-  kv(e, "workflow_args", t.workflow_args);
-  kv(e, "reward_fn_args", t.reward_fn_args);
+  kv_json(e, "workflow_args", t.workflow_args);
+  kv_json(e, "reward_fn_args", t.reward_fn_args);
   kv(e, "default_workflow_type", t.default_workflow_type);
   kv(e, "default_reward_fn_type", t.default_reward_fn_type);
   selector(e, t.data_selector);
@@ -115,7 +150,7 @@ void taskset(YAML::Emitter& e, const buffer::TasksetConfig& t) {
   kv(e, "is_eval", t.is_eval);
   kv(e, "batch_size", t.batch_size);
   kv(e, "total_epochs", t.total_epochs);
-  optstr(e, "total_steps", t.total_steps);
+  kv(e, "total_steps", t.total_steps);
   kv(e, "strict", t.strict);
   e << EndMap;
 }
@@ -130,7 +165,7 @@ void storage(YAML::Emitter& e, const buffer::StorageConfig& s) {
   e << Key << "replay_buffer" << Value << BeginMap;
   kv(e, "enable", s.replay_buffer.enable);
   kv(e, "priority_fn", s.replay_buffer.priority_fn);
-  optstr(e, "reuse_cooldown_time", s.replay_buffer.reuse_cooldown_time);
+  kv(e, "reuse_cooldown_time", s.replay_buffer.reuse_cooldown_time);
   e << Key << "priority_fn_args" << Value << BeginMap;
   kv(e, "decay", s.replay_buffer.decay);
   kv(e, "use_count_limit", s.replay_buffer.use_count_limit);
@@ -166,7 +201,7 @@ void inference(YAML::Emitter& e, const InferenceModelConfig& m, bool aux) {
   kv(e, "max_response_tokens", m.max_response_tokens);
   kv(e, "min_response_tokens", m.min_response_tokens);
   kv(e, "enable_prompt_truncation", m.enable_prompt_truncation);
-  optstr(e, "enable_thinking", m.enable_thinking);
+  kv(e, "enable_thinking", m.enable_thinking);
   kv(e, "chat_template", m.chat_template);
   kv(e, "ignore_eos", m.ignore_eos);
   kv(e, "enable_history", m.enable_history);
@@ -180,13 +215,13 @@ void algorithm(YAML::Emitter& e, const Config& c) {
   e << Key << "algorithm" << Value << BeginMap;
   kv(e, "algorithm_type", a.algorithm_type);
   kv(e, "repeat_times", c.repeat_times);
-  optstr(e, "advantage_fn", a.advantage_fn);
-  optstr(e, "policy_loss_fn", a.policy_loss_fn);
-  optstr(e, "kl_penalty_fn", a.kl_penalty_fn);
-  optstr(e, "kl_loss_fn", a.kl_loss_fn);
-  optstr(e, "entropy_loss_fn", a.entropy_loss_fn);
-  optstr(e, "sample_strategy", a.sample_strategy);
-  optstr(e, "loss_agg_mode", a.loss_agg_mode);
+  kv(e, "advantage_fn", a.advantage_fn);
+  kv(e, "policy_loss_fn", a.policy_loss_fn);
+  kv(e, "kl_penalty_fn", a.kl_penalty_fn);
+  kv(e, "kl_loss_fn", a.kl_loss_fn);
+  kv(e, "entropy_loss_fn", a.entropy_loss_fn);
+  kv(e, "sample_strategy", a.sample_strategy);
+  kv(e, "loss_agg_mode", a.loss_agg_mode);
   argmap(e, "advantage_fn_args", a.advantage_fn_args);
   argmap(e, "policy_loss_fn_args", a.policy_loss_fn_args);
   argmap(e, "kl_penalty_fn_args", a.kl_penalty_fn_args);
@@ -201,7 +236,9 @@ void algorithm(YAML::Emitter& e, const Config& c) {
   kv(e, "min_lr_ratio", o.min_lr_ratio);
   kv(e, "lr_scheduler_type", o.lr_scheduler_type);
   kv(e, "optimizer_type", o.optimizer_type);
-  e << Key << "betas" << Value << YAML::Flow << o.betas;
+  e << Key << "betas" << Value << YAML::Flow << BeginSeq;
+  for (double b : o.betas) value(e, b);
+  e << EndSeq;
   kv(e, "weight_decay", o.weight_decay);
   kv(e, "clip_grad", o.clip_grad);
   e << EndMap << EndMap;
@@ -212,6 +249,16 @@ void algorithm(YAML::Emitter& e, const Config& c) {
 std::string to_yaml(const Config& c) {
   YAML::Emitter e;
   e.SetDoublePrecision(17);
+  // Stages are summarised as comments: each stage's resolved config is its own to_yaml (the launcher
+  // writes one per stage), so this text loads back as the config of the job without them.
+  for (size_t i = 0; i < c.stages.size(); ++i) {
+    const StageInfo& st = c.stages[i];
+    std::string sections;
+    for (const auto& sec : st.sections) sections += (sections.empty() ? "" : ", ") + sec;
+    e << YAML::Comment(strcat("stage ", i, ": ", st.stage_name, " (mode ", st.mode.value_or(c.mode), "; replaces ",
+                              sections.empty() ? "nothing" : sections, ")"))
+      << YAML::Newline;
+  }
   e << BeginMap;
   kv(e, "mode", c.mode);
   kv(e, "project", c.project);
@@ -234,7 +281,7 @@ std::string to_yaml(const Config& c) {
   kv(e, "top_k", m.top_k);
   kv(e, "logprobs", m.logprobs);
   kv(e, "repetition_penalty", m.repetition_penalty);
-  optstr(e, "enable_thinking", m.enable_thinking);
+  kv(e, "enable_thinking", m.enable_thinking);
   kv(e, "custom_chat_template", m.custom_chat_template);
   kv(e, "chat_template_path", m.chat_template_path);
   kv(e, "enable_prompt_truncation", m.enable_prompt_truncation);
@@ -244,7 +291,7 @@ std::string to_yaml(const Config& c) {
   kv(e, "batch_size", b.batch_size);
   kv(e, "train_batch_size", b.train_batch_size);
   kv(e, "total_epochs", b.total_epochs);
-  optstr(e, "total_steps", b.total_steps);
+  kv(e, "total_steps", b.total_steps);
   kv(e, "cache_dir", b.cache_dir);
   e << Key << "explorer_input" << Value << BeginMap;
   e << Key << "tasksets" << Value << BeginSeq;
@@ -273,7 +320,7 @@ std::string to_yaml(const Config& c) {
   for (const auto& [k, v] : x.env_vars) kv(e, k.c_str(), v);
   e << EndMap;
   kv(e, "concurrent_mode", x.concurrent_mode);
-  optstr(e, "max_repeat_times_per_runner", x.max_repeat_times_per_runner);
+  kv(e, "max_repeat_times_per_runner", x.max_repeat_times_per_runner);
   kv(e, "eval_interval", x.eval_interval);
   kv(e, "eval_on_startup", x.eval_on_startup);
   kv(e, "bench_on_latest_checkpoint", x.bench_on_latest_checkpoint);
@@ -300,10 +347,10 @@ std::string to_yaml(const Config& c) {
   e << Key << "trainer" << Value << BeginMap;
   kv(e, "name", t.name);
   kv(e, "save_interval", t.save_interval);
-  optstr(e, "total_steps", t.total_steps);
+  kv(e, "total_steps", t.total_steps);
   kv(e, "grad_clip", t.grad_clip);
   kv(e, "save_hf_checkpoint", t.save_hf_checkpoint);
-  optstr(e, "max_checkpoints_to_keep", t.max_checkpoints_to_keep);
+  kv(e, "max_checkpoints_to_keep", t.max_checkpoints_to_keep);
   kv(e, "enable_preview", t.enable_preview);
   kv(e, "use_dynamic_bsz", t.use_dynamic_bsz);
   kv(e, "max_token_len_per_gpu", t.max_token_len_per_gpu);
@@ -316,18 +363,10 @@ std::string to_yaml(const Config& c) {
   e << Key << "monitor" << Value << BeginMap;
   kv(e, "monitor_type", c.monitor.monitor_type);
   kv(e, "detailed_stats", c.monitor.detailed_stats);
-  kv(e, "monitor_args", c.monitor.monitor_args);
+  kv_json(e, "monitor_args", c.monitor.monitor_args);
   e << EndMap << Key << "log" << Value << BeginMap;
   kv(e, "level", c.log.level);
-  e << EndMap << Key << "stages" << Value << BeginSeq;
-  for (const auto& s : c.stages) {
-    e << BeginMap;
-    kv(e, "stage_name", s.stage_name);
-    optstr(e, "mode", s.mode);
-    e << Key << "replaces" << Value << YAML::Flow << s.sections;
-    e << EndMap;
-  }
-  e << EndSeq << EndMap;
+  e << EndMap << EndMap;
   return std::string(e.c_str()) + "\n";
 }
 

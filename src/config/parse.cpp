@@ -50,8 +50,20 @@ void parse_optimizer(Ctx& c, const Tree& t, Parsed& p) {
                   "optimizer_cpu_offload", "total_training_steps"},
                  "Megatron / verl optimizer option");
   s.finish();
-  for (const auto& [k, v] : t.map)
-    if (v.is_scalar()) p.cfg.algorithm.optimizer[k] = arg_value(v);
+}
+
+// AlgorithmSpec::optimizer mirrors the resolved optimizer scalars (not the text the user wrote, so a
+// config and its to_yaml resolve to the same spec).
+void mirror_optimizer(Parsed& p) {
+  const OptimizerConfig& o = p.cfg.optimizer;
+  p.cfg.algorithm.optimizer = {{"lr", o.lr},
+                               {"lr_warmup_steps", o.lr_warmup_steps},
+                               {"lr_warmup_steps_ratio", o.lr_warmup_steps_ratio},
+                               {"min_lr_ratio", o.min_lr_ratio},
+                               {"lr_scheduler_type", o.lr_scheduler_type},
+                               {"optimizer_type", o.optimizer_type},
+                               {"weight_decay", o.weight_decay},
+                               {"clip_grad", o.clip_grad}};
 }
 
 void parse_algorithm(Ctx& c, const Tree* t, Parsed& p) {
@@ -287,9 +299,11 @@ Parsed parse_tree(Ctx& c, const Tree& root) {
   s.str("group", cfg.group);
   s.str("name", cfg.name);
   s.str("checkpoint_root_dir", cfg.checkpoint_root_dir);
+  s.get("checkpoint_job_dir");  // Trinity's derived job dir (configs it dumped carry it): checked in derive()
   s.boolean("continue_from_checkpoint", cfg.continue_from_checkpoint);
   s.warn_ignored({"ray_namespace", "ignore_validator_suggestions"});
   parse_algorithm(c, s.get("algorithm"), p);
+  mirror_optimizer(p);
   parse_model(c, s.get("model"), p);
   parse_buffer(c, s.get("buffer"), p);
   parse_explorer(c, s.get("explorer"), p);

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/names.h"
 
 namespace trinity::config::detail {
 
@@ -119,13 +120,9 @@ void Section::finish() {
   if (!t_) return;
   for (const auto& [k, v] : t_->map) {
     if (std::find(known_.begin(), known_.end(), k) != known_.end()) continue;
-    std::string hint = did_you_mean(k, known_);
-    std::vector<std::string> sorted = known_;
-    std::sort(sorted.begin(), sorted.end());
-    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    std::string list;
-    for (const auto& s : sorted) list += (list.empty() ? "" : ", ") + s;
-    c_.fail(v, strcat("unknown key '", at(k), "'", hint.empty() ? "" : "; " + hint, " (valid keys here: ", list, ")"));
+    const std::string hint = did_you_mean(k, known_);
+    c_.fail(v, strcat("unknown key '", at(k), "'", hint.empty() ? "" : "; " + hint,
+                      " (valid keys here: ", join_names(sorted_unique(known_)), ")"));
   }
 }
 

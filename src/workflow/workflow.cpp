@@ -1,24 +1,21 @@
-// Workflow registry: name -> factory, guarded by one mutex. The built-in workflows are registered
-// on first use; unknown names are a ConfigError with the closest registered name (Levenshtein
-// distance) and the full list.
+// Workflow registry (core/registry.h): the built-in workflows are registered on first use; unknown
+// names are a ConfigError with the closest registered name and the full list.
 #include "workflow/workflow.h"
 
 #include <algorithm>
 #include <mutex>
 
 #include "core/error.h"
+#include "core/registry.h"
 #include "workflow/builtins.h"
 
 namespace trinity::workflow {
 namespace {
 
-struct Registry {
-  std::mutex mu;
-  std::map<std::string, WorkflowFactory> factories;
-};
+using Registry = NamedRegistry<WorkflowFactory>;
 
 Registry& raw_registry() {
-  static Registry* r = new Registry();  // never destroyed: workflows may be made during teardown
+  static Registry* r = new Registry("workflow", "workflow");  // never destroyed: workflows may be made during teardown
   return *r;
 }
 
@@ -34,79 +31,27 @@ Registry& registry() {
   return raw_registry();
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 }  // namespace
 
 void detail::add_builtin(const std::string& name, WorkflowFactory factory) {
-  Registry& r = raw_registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.factories.emplace(name, std::move(factory));
-}
-
-std::string detail::closest_name(const std::string& name, const std::vector<std::string>& names) {
-  std::string best;
-  size_t best_d = static_cast<size_t>(-1);
-  for (const auto& n : names) {
-    const size_t d = edit_distance(name, n);
-    if (d < best_d) best_d = d, best = n;
-  }
-  // Only suggest a name that is reasonably close (at most half of the longer name changed).
-  if (best.empty() || best_d * 2 > std::max(name.size(), best.size())) return "";
-  return best;
+  raw_registry().add(name, std::move(factory), /*replace=*/false);
 }
 
 void register_workflow(const std::string& name, WorkflowFactory factory) {
   TRINITY_ASSERT(static_cast<bool>(factory), "register_workflow: empty factory for ", name);
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.factories[name] = std::move(factory);
+  registry().add(name, std::move(factory));
 }
 
 std::unique_ptr<Workflow> make_workflow(const std::string& name, const buffer::Task& task) {
-  Registry& r = registry();
-  WorkflowFactory f;
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.factories.find(name);
-    if (it != r.factories.end()) f = it->second;
-  }
-  if (!f) {
-    const auto names = workflow_names();
-    const std::string near = detail::closest_name(name, names);
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw ConfigError("workflow", strcat("unknown workflow '", name, "'",
-                                         near.empty() ? "" : strcat(" (did you mean '", near, "'?)"),
-                                         "; registered: ", list));
-  }
-  return f(task);
+  return registry().get(name)(task);
 }
 
 bool has_workflow(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  return r.factories.count(name) != 0;
+  return registry().contains(name);
 }
 
 std::vector<std::string> workflow_names() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::vector<std::string> out;
-  for (const auto& [n, f] : r.factories) out.push_back(n);
-  return out;
+  return registry().names();
 }
 
 }  // namespace trinity::workflow

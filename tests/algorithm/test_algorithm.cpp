@@ -141,6 +141,13 @@ TEST(Preset, OverridesAndErrors) {
   AlgorithmSpec bad_arg = spec_of("grpo");
   bad_arg.kl_loss_fn_args = {{"coef", 0.1}};
   EXPECT_NE(what_of([&] { Algorithm x(bad_arg); }).find("kl_coef"), std::string::npos);
+  // Every name and argument the user types gets the same did-you-mean (core/names.h).
+  EXPECT_NE(what_of([] { Algorithm x(bare("grpoo")); }).find("unknown (did you mean 'grpo'?)"), std::string::npos);
+  EXPECT_NE(what_of([&] { Algorithm x(bad_loss); }).find("unknown (did you mean 'ppo'?)"), std::string::npos);
+  AlgorithmSpec typo_arg = spec_of("grpo");
+  typo_arg.kl_loss_fn_args = {{"kl_coeff", 0.1}};
+  EXPECT_NE(what_of([&] { Algorithm x(typo_arg); }).find("unknown argument 'kl_coeff' (did you mean 'kl_coef'?)"),
+            std::string::npos);
   AlgorithmSpec bad_adv = spec_of("sft");
   bad_adv.advantage_fn_args = {{"epsilon", 0.1}};
   EXPECT_THROW(Algorithm x(bad_adv), ConfigError);

@@ -210,7 +210,17 @@ TEST(RewardRegistry, UnknownNameAndArgs) {
     make_reward_fn("math_boxed_reward", R"({"with_thinkk": true})");
     FAIL() << "no error";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("with_thinkk"), std::string::npos) << e.what();
+    EXPECT_STREQ(e.what(),
+                 "[reward] unknown key 'math_boxed_reward.reward_fn_args.with_thinkk' (did you mean 'with_think'?); "
+                 "valid keys here: format_score_coef, have_think_pattern, use_base, with_think");
+  }
+  // An integer argument given as a float is a type error naming it (was silently truncated).
+  try {
+    make_reward_fn("math_dapo_reward", R"({"max_response_length": 10.5})");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "[reward] math_dapo_reward.reward_fn_args.max_response_length: expected an integer, got 10.5");
   }
   EXPECT_THROW(make_reward_fn("math_boxed_reward", R"({"with_think": "yes"})"), ConfigError);
   EXPECT_THROW(make_reward_fn("math_reward", "[1]"), ConfigError);

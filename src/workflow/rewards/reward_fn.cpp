@@ -4,12 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <type_traits>
 
 #include "core/error.h"
+#include "core/json_fields.h"
 #include "core/json_limits.h"
+#include "core/registry.h"
 #include "workflow/builtins.h"
 #include "workflow/rewards/countdown.h"
 #include "workflow/rewards/math_checker.h"
@@ -21,54 +22,50 @@ using json = nlohmann::json;
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
-// Parsed args with the set of accepted keys; get<T>() fails loudly on a wrong type.
+// reward_fn_args, read with core/json_fields.h: every key outside `allowed` is an UnknownKeyError
+// (did-you-mean, valid keys); get<T>() fails loudly on a wrong type.
 class Args {
  public:
-  Args(const std::string& fn, const std::string& text, std::set<std::string> allowed) : fn_(fn) {
-    if (text.empty()) return;
-    check_json_depth(text, strcat(fn, ": reward_fn_args"), kMaxJsonDepth, "reward");
-    try {
-      j_ = json::parse(text);
-    } catch (const json::exception& e) {
-      throw ConfigError("reward", strcat(fn, ": reward_fn_args is not valid JSON: ", e.what()));
-    }
-    if (j_.is_null()) j_ = json::object();
-    if (!j_.is_object()) throw ConfigError("reward", strcat(fn, ": reward_fn_args must be a JSON object"));
-    for (const auto& [k, v] : j_.items()) {
-      if (!allowed.count(k)) {
-        std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-        throw ConfigError("reward", strcat(fn, ": unknown argument '", k, "'; accepted: ",
-                                           list.empty() ? "(none)" : list));
+  Args(const std::string& fn, const std::string& text, const std::vector<std::string>& allowed)
+      : path_(fn + ".reward_fn_args") {
+    if (!text.empty()) {
+      check_json_depth(text, path_, kMaxJsonDepth, "reward");
+      try {
+        j_ = json::parse(text);
+      } catch (const json::exception& e) {
+        throw ConfigError("reward", strcat(path_, " is not valid JSON: ", e.what()));
       }
+      if (j_.is_null()) j_ = json::object();
     }
+    JsonFields f(j_, path_, "reward");
+    for (const auto& k : allowed) f.get(k);
+    f.finish();
   }
   template <typename T>
   T get(const std::string& key, T def) const {
-    if (!j_.is_object() || !j_.contains(key) || j_[key].is_null()) return def;
-    try {
-      return j_[key].get<T>();
-    } catch (const json::exception&) {
-      throw ConfigError("reward", strcat(fn_, ": argument '", key, "' has the wrong type: ", j_[key].dump()));
-    }
+    JsonFields f(j_, path_, "reward");
+    if constexpr (std::is_same_v<T, bool>)
+      f.boolean(key, def);
+    else if constexpr (std::is_same_v<T, double>)
+      f.f64(key, def);
+    else
+      f.i64(key, def);
+    return def;
   }
-  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key) && !j_[key].is_null(); }
+  bool has(const std::string& key) const { return j_.contains(key) && !j_[key].is_null(); }
 
  private:
-  std::string fn_;
+  std::string path_;
   json j_ = json::object();
 };
 
-struct Registry {
-  std::mutex mu;
-  std::map<std::string, RewardFactory> factories;
-};
+using Registry = NamedRegistry<RewardFactory>;
 
 void register_builtins(Registry& r);
 
 Registry& registry() {
   static Registry* r = [] {
-    auto* reg = new Registry();
+    auto* reg = new Registry("reward", "reward_fn");
     register_builtins(*reg);
     return reg;
   }();
@@ -98,27 +95,26 @@ std::optional<std::string> dapo_answer(std::string_view response) {
 }
 
 void register_builtins(Registry& r) {
-  auto& f = r.factories;
-  f["math_reward"] = [](const std::string& a) -> RewardFn {
+  r.add("math_reward", [](const std::string& a) -> RewardFn {
     Args args("math_reward", a, {});
     return [](const RewardInput& in) {
       return RewardComponents{{"accuracy", math::verify(in.response, in.truth) ? 1.0 : 0.0},
                               {"format_score", matches_think_answer_format(in.response) ? 0.1 : -0.1}};
     };
-  };
-  f["accuracy_reward"] = [](const std::string& a) -> RewardFn {
+  });
+  r.add("accuracy_reward", [](const std::string& a) -> RewardFn {
     Args args("accuracy_reward", a, {});
     return [](const RewardInput& in) {
       return RewardComponents{{"accuracy", math::verify(in.response, in.truth) ? 1.0 : 0.0}};
     };
-  };
-  f["format_reward"] = [](const std::string& a) -> RewardFn {
+  });
+  r.add("format_reward", [](const std::string& a) -> RewardFn {
     Args args("format_reward", a, {});
     return [](const RewardInput& in) {
       return RewardComponents{{"format_score", matches_strict_think_answer_format(in.response) ? 0.1 : -0.1}};
     };
-  };
-  f["math_boxed_reward"] = [](const std::string& a) -> RewardFn {
+  });
+  r.add("math_boxed_reward", [](const std::string& a) -> RewardFn {
     Args args("math_boxed_reward", a, {"with_think", "have_think_pattern", "format_score_coef", "use_base"});
     const bool with_think = args.get<bool>("with_think", args.get<bool>("have_think_pattern", false));
     const double coef = args.get<double>("format_score_coef", 0.1);
@@ -128,8 +124,8 @@ void register_builtins(Registry& r) {
       const double fmt = with_think && !valid_think_pattern(in.response) ? -coef : 0.0;
       return RewardComponents{{"accuracy", ok ? 1.0 : 0.0}, {"format_score", fmt}};
     };
-  };
-  f["countdown_reward"] = [](const std::string& a) -> RewardFn {
+  });
+  r.add("countdown_reward", [](const std::string& a) -> RewardFn {
     Args args("countdown_reward", a, {"format_score", "score"});
     const double fmt = args.get<double>("format_score", 0.1), full = args.get<double>("score", 1.0);
     return [fmt, full](const RewardInput& in) {
@@ -153,8 +149,8 @@ void register_builtins(Registry& r) {
       }
       return RewardComponents{{"score", countdown::score(in.response, t["target"].get<double>(), nums, fmt, full)}};
     };
-  };
-  f["math_dapo_reward"] = [](const std::string& a) -> RewardFn {
+  });
+  r.add("math_dapo_reward", [](const std::string& a) -> RewardFn {
     Args args("math_dapo_reward", a,
               {"enable_overlong_penalty", "penalty_factor", "max_response_length", "cache_length"});
     const bool overlong = args.get<bool>("enable_overlong_penalty", false);
@@ -177,50 +173,26 @@ void register_builtins(Registry& r) {
       }
       return RewardComponents{{"accuracy", ok ? 1.0 : -1.0}, {"format_score", penalty}};
     };
-  };
+  });
 }
 
 }  // namespace
 
 void register_reward_fn(const std::string& name, RewardFactory factory) {
   TRINITY_ASSERT(static_cast<bool>(factory), "register_reward_fn: empty factory for ", name);
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  r.factories[name] = std::move(factory);
+  registry().add(name, std::move(factory));
 }
 
 RewardFn make_reward_fn(const std::string& name, const std::string& args_json) {
-  Registry& r = registry();
-  RewardFactory f;
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    auto it = r.factories.find(name);
-    if (it != r.factories.end()) f = it->second;
-  }
-  if (!f) {
-    const auto names = reward_fn_names();
-    const std::string near = detail::closest_name(name, names);
-    std::string list;
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw ConfigError("reward", strcat("unknown reward_fn '", name, "'",
-                                       near.empty() ? "" : strcat(" (did you mean '", near, "'?)"),
-                                       "; registered: ", list));
-  }
-  return f(args_json);
+  return registry().get(name)(args_json);
 }
 
 bool has_reward_fn(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  return r.factories.count(name) != 0;
+  return registry().contains(name);
 }
 
 std::vector<std::string> reward_fn_names() {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
-  std::vector<std::string> out;
-  for (const auto& [n, f] : r.factories) out.push_back(n);
-  return out;
+  return registry().names();
 }
 
 double sum_components(const RewardComponents& c) {
