@@ -1,5 +1,6 @@
 // Generation engine: scheduler loop, admission with KV page commitments, batched prefill + decode,
-// stop conditions, streaming, weight swaps (see engine.h).
+// stop conditions, streaming, weight swaps (see engine.h). The loop runs named stages per step:
+// swap_weights -> expire -> admit -> plan -> forward -> complete_prefills -> sample -> retire -> record.
 #include "engine/engine.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "engine/schedule.h"
 #include "model/infer_weights.h"
 #include "tokenizer/tokenizer.h"
 
@@ -108,6 +110,48 @@ struct Engine::Impl {
   std::vector<float> logits;
   uint64_t seed_counter = 0;
   EngineStats st;
+  std::vector<int32_t> eos;
+  int64_t vocab = 0;
+
+  // One step's rows: prefill chunks (admission order), then one decode row per live sample.
+  struct Target {
+    Request* r;
+    int64_t sample;  // -1: the last row of a prompt (its n samples draw from it)
+  };
+  struct StepPlan {
+    std::vector<int32_t> tokens;
+    std::vector<model::InferSeg> segs;
+    std::vector<int64_t> logit_rows;
+    std::vector<Target> targets;  // one per logit row
+    std::vector<int64_t> chunks;  // prompt tokens of prefilling[i] in this step
+    int64_t prefill_tokens = 0;
+  };
+  struct SampleJob {
+    Request* r;
+    Sample* s;
+    const float* row;  // [V] logits
+    TokenChoice c;
+    std::string err;
+  };
+
+  // The stages of a step (Engine::loop runs them in this order).
+  bool swap_weights();               // installs pending weights; true: admission waits (kFinish, requests running)
+  void expire();                     // cancellations and deadlines of admitted requests
+  void admit();                      // waiting -> prefilling while the KV, prefill and running budgets allow
+  StepPlan plan();                   // prefill chunks and decode rows (reserves each decode row's KV slot)
+  bool forward(const StepPlan& sp);  // logits of the step's rows; false: the step failed (all failed)
+  std::vector<std::shared_ptr<Request>> complete_prefills(const StepPlan& sp);          // prompts now complete
+  int64_t sample(const StepPlan& sp, std::vector<std::shared_ptr<Request>>& admitted);  // tokens accepted
+  void retire(std::vector<std::shared_ptr<Request>>& admitted);  // admitted -> running; finished out
+  void record(int64_t prompt_tokens, int64_t generated);         // stats
+  void shutdown();
+  // Helpers of the stages.
+  void start_samples(Request& r);
+  void draw(SampleJob& jb) const;
+  void accept(Request& r, Sample& s, const TokenChoice& c);
+  void finish_sample(Request& r, Sample& s, const std::string& reason);
+  void finish_request(const std::shared_ptr<Request>& r, const std::string& reason, const std::string& error = "");
+  void fail_all(const std::string& reason, const std::string& error, std::vector<std::shared_ptr<Request>>* admitted);
 };
 
 namespace {
@@ -134,6 +178,8 @@ Engine::Engine(std::shared_ptr<const model::Transformer> model, int64_t version,
   im.version = version;
   im.tok = std::move(tokenizer);
   im.opts = opts;
+  im.eos = eos_;
+  im.vocab = cfg_.vocab_size;
   const int64_t pages = model::KvCache::pages_for_bytes(cfg_, opts.kv_cache_bytes, opts.page_size);
   im.cache = std::make_unique<model::KvCache>(cfg_, pages, opts.page_size);
   im.st.kv_pages_total = im.cache->num_pages();  // /health is true before the first step
@@ -211,8 +257,6 @@ EngineStats Engine::stats() const {
 
 namespace {
 
-int64_t pages_of(int64_t tokens, int64_t ps) { return (tokens + ps - 1) / ps; }
-
 void emit(Request& r, Sample& s, int32_t token, float logprob, bool finished) {
   if (!r.cb) return;
   StreamEvent e;
@@ -238,102 +282,398 @@ void emit(Request& r, Sample& s, int32_t token, float logprob, bool finished) {
 
 }  // namespace
 
+// ---- The scheduler's stages, in the order one step runs them (Engine::loop). ----
+
+void Engine::Impl::finish_sample(Request& r, Sample& s, const std::string& reason) {
+  if (s.done) return;
+  s.done = true;
+  s.out.finish_reason = reason;
+  if (s.dec) {
+    s.text += s.dec->finish();
+    s.out.text = s.text;
+  }
+  model::kv_free(*cache, s.kv);
+  emit(r, s, -1, 0.0f, true);
+}
+
+void Engine::Impl::finish_request(const std::shared_ptr<Request>& r, const std::string& reason,
+                                  const std::string& error) {
+  if (r->prompt_kv.pages.size()) model::kv_free(*cache, r->prompt_kv);
+  if (r->samples.empty()) {  // never prefilled: report n empty completions
+    for (int64_t i = 0; i < r->p.n; ++i) {
+      Completion c;
+      c.finish_reason = reason;
+      c.model_version = version;
+      r->result.completions.push_back(c);
+    }
+  } else {
+    for (auto& s : r->samples) {
+      finish_sample(*r, s, reason);
+      r->result.completions.push_back(std::move(s.out));
+    }
+  }
+  r->result.error = error;
+  committed -= r->committed;
+  r->committed = 0;
+  {  // stats first, so a caller woken by this request sees them
+    std::lock_guard<std::mutex> l(mu);
+    ++st.finished;
+    if (r->in_running) --st.running;
+    r->in_running = false;
+    st.kv_pages_total = cache->num_pages();
+    st.kv_pages_free = cache->free_pages();
+  }
+  {
+    std::lock_guard<std::mutex> l(r->mu);
+    r->finished = true;
+  }
+  r->cv.notify_all();
+}
+
+void Engine::Impl::fail_all(const std::string& reason, const std::string& error,
+                            std::vector<std::shared_ptr<Request>>* admitted) {
+  if (admitted) {
+    for (auto& r : *admitted) finish_request(r, reason, error);
+    admitted->clear();
+  }
+  for (auto& r : running) finish_request(r, reason, error);
+  running.clear();
+  for (auto& r : prefilling) finish_request(r, reason, error);
+  prefilling.clear();
+}
+
+bool Engine::Impl::swap_weights() {
+  std::unique_lock<std::mutex> l(mu);
+  if (!swap_pending) return false;
+  if (opts.swap_policy == SwapPolicy::kAbort) {
+    l.unlock();
+    fail_all("abort", "", nullptr);
+    l.lock();
+  }
+  if (!running.empty() || !prefilling.empty()) return true;  // kFinish: wait for them, admit nothing
+  model = std::move(next_model);
+  packed = std::move(next_packed);
+  version = next_version;
+  st.model_version = next_version;
+  swap_pending = false;
+  swap_cv.notify_all();
+  return false;
+}
+
+void Engine::Impl::expire() {
+  const auto now = Clock::now();
+  for (auto* list : {&running, &prefilling})
+    for (auto it = list->begin(); it != list->end();) {
+      auto& r = *it;
+      if (r->cancelled || now > r->deadline) {
+        finish_request(r, r->cancelled ? "cancelled" : "timeout");
+        it = list->erase(it);
+      } else {
+        ++it;
+      }
+    }
+}
+
+void Engine::Impl::admit() {
+  const int64_t ps = opts.page_size;
+  AdmissionState as;
+  as.total_pages = cache->num_pages();
+  as.max_prefill_tokens = opts.max_prefill_tokens;
+  as.max_running = opts.max_running;
+  for (auto& r : running) as.running_samples += r->p.n;
+  for (auto& r : prefilling) {
+    as.running_samples += r->p.n;
+    as.pending_prefill += static_cast<int64_t>(r->prompt.size()) - r->prefill_done;
+  }
+  for (;;) {
+    std::shared_ptr<Request> r;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (waiting.empty()) break;
+      r = waiting.front();
+    }
+    auto pop = [&] {
+      std::lock_guard<std::mutex> l(mu);
+      waiting.pop_front();
+    };
+    if (r->cancelled || Clock::now() > r->deadline) {
+      pop();
+      finish_request(r, r->cancelled ? "cancelled" : "timeout");
+      continue;
+    }
+    const int64_t plen = static_cast<int64_t>(r->prompt.size());
+    const int64_t need = pages_needed(plen, r->p.n, r->max_new, ps);
+    as.committed_pages = committed;
+    as.idle = running.empty() && prefilling.empty();
+    const Admission a = admission(need, r->p.n, as);
+    if (a == Admission::kNever) {
+      pop();
+      finish_request(
+          r, "error",
+          strcat("[engine] request needs ", need, " KV pages (", plen, " prompt tokens + ", r->p.n, " x ", r->max_new,
+                 " new), the cache has ", cache->num_pages(), "; raise the KV cache budget or lower max_tokens / n"));
+      continue;
+    }
+    if (a == Admission::kWait) break;
+    pop();
+    committed += need;
+    r->committed = need;
+    const bool ok = model::kv_reserve(*cache, r->prompt_kv, plen);
+    TRINITY_ASSERT(ok, "committed KV pages were not available");
+    as.pending_prefill += plen;
+    as.running_samples += r->p.n;
+    prefilling.push_back(r);
+  }
+}
+
+// Prefill chunks first (up to max_prefill_tokens prompt tokens, in admission order; a longer prompt
+// continues next step), then one decode row per live sample.
+Engine::Impl::StepPlan Engine::Impl::plan() {
+  StepPlan sp;
+  std::vector<int64_t> remaining;
+  for (auto& r : prefilling) remaining.push_back(static_cast<int64_t>(r->prompt.size()) - r->prefill_done);
+  sp.chunks = plan_prefill_chunks(remaining, opts.max_prefill_tokens);
+  for (size_t i = 0; i < sp.chunks.size(); ++i) {
+    Request& r = *prefilling[i];
+    const int64_t chunk = sp.chunks[i];
+    sp.prefill_tokens += chunk;
+    const int64_t b = static_cast<int64_t>(sp.tokens.size());
+    sp.tokens.insert(sp.tokens.end(), r.prompt.begin() + r.prefill_done, r.prompt.begin() + r.prefill_done + chunk);
+    sp.segs.push_back({&r.prompt_kv, b, static_cast<int64_t>(sp.tokens.size())});
+    if (r.prefill_done + chunk == static_cast<int64_t>(r.prompt.size())) {  // its last row gives the first token
+      sp.logit_rows.push_back(static_cast<int64_t>(sp.tokens.size()) - 1);
+      sp.targets.push_back({&r, -1});
+    }
+  }
+  for (auto& r : running)
+    for (auto& s : r->samples) {
+      if (s.done) continue;
+      const bool ok = model::kv_reserve(*cache, s.kv, 1);
+      TRINITY_ASSERT(ok, "committed KV pages were not available");
+      const int64_t b = static_cast<int64_t>(sp.tokens.size());
+      sp.tokens.push_back(s.out.token_ids.back());
+      sp.segs.push_back({&s.kv, b, b + 1});
+      sp.logit_rows.push_back(b);
+      sp.targets.push_back({r.get(), s.index});
+    }
+  return sp;
+}
+
+bool Engine::Impl::forward(const StepPlan& sp) {
+  try {
+    model->forward_infer(sp.tokens, sp.segs, *cache, sp.logit_rows, logits, scratch, packed.get());
+  } catch (const std::exception& e) {
+    log::error("engine: step failed: ", e.what());
+    fail_all("error", e.what(), nullptr);
+    return false;
+  }
+  for (auto& sg : sp.segs) sg.kv->len += sg.row_end - sg.row_begin;
+  return true;
+}
+
+std::vector<std::shared_ptr<Request>> Engine::Impl::complete_prefills(const StepPlan& sp) {
+  std::vector<std::shared_ptr<Request>> done;
+  for (size_t i = 0; i < sp.chunks.size(); ++i) prefilling[i]->prefill_done += sp.chunks[i];
+  for (auto it = prefilling.begin(); it != prefilling.end();) {
+    if ((*it)->prefill_done == static_cast<int64_t>((*it)->prompt.size())) {
+      done.push_back(*it);
+      it = prefilling.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return done;
+}
+
+void Engine::Impl::start_samples(Request& r) {
+  r.samples.resize(static_cast<size_t>(r.p.n));
+  for (int64_t k = 0; k < r.p.n; ++k) {
+    Sample& s = r.samples[static_cast<size_t>(k)];
+    s.index = k;
+    s.rng.reseed(r.p.seed ? *r.p.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(k)
+                          : ++seed_counter * 0xD1B54A32D192ED03ULL);
+    if (tok) s.dec = std::make_unique<tok::StreamDecoder>(*tok, true);
+    if (r.p.constraint) s.con = r.p.constraint->start();
+    s.kv = model::kv_fork(*cache, r.prompt_kv);
+  }
+}
+
+// Draws one token for a job (a sample and its logits row). Runs on a pool thread: reads the
+// request, writes only the job and the sample's rng / constraint state.
+void Engine::Impl::draw(SampleJob& jb) const {
+  const Request& r = *jb.r;
+  const Sample& s = *jb.s;
+  try {
+    thread_local std::vector<float> scratch_row;
+    std::vector<int32_t> banned, history;
+    const int64_t n_gen = static_cast<int64_t>(s.out.token_ids.size());
+    if (n_gen < r.p.min_tokens) {
+      banned = r.p.stop_token_ids;
+      if (!r.p.ignore_eos) banned.insert(banned.end(), eos.begin(), eos.end());
+    }
+    if (r.p.repetition_penalty != 1.0) {
+      history = r.prompt;
+      history.insert(history.end(), s.out.token_ids.begin(), s.out.token_ids.end());
+    }
+    // sample_token leaves the row unmodified, so the n samples of a prompt share it; a constraint
+    // masks a private copy.
+    float* row = const_cast<float*>(jb.row);
+    if (s.con) {
+      thread_local std::vector<float> masked;
+      masked.assign(jb.row, jb.row + vocab);
+      s.con->mask(masked.data(), vocab);
+      row = masked.data();
+    }
+    jb.c = sample_token(row, vocab, r.p, history, banned, jb.s->rng, scratch_row);
+    if (s.con) s.con->advance(jb.c.token);
+  } catch (const std::exception& e) {
+    jb.err = e.what();
+  }
+}
+
+// Appends a sampled token to a sample and applies the stop rules.
+void Engine::Impl::accept(Request& r, Sample& s, const TokenChoice& c) {
+  s.out.token_ids.push_back(c.token);
+  s.out.logprobs.push_back(c.logprob);
+  if (r.p.top_logprobs > 0) s.out.top_logprobs.push_back(c.top);
+  s.out.model_version = version;
+  const int64_t n_gen = static_cast<int64_t>(s.out.token_ids.size());
+  std::string reason;
+  const bool is_eos = std::find(eos.begin(), eos.end(), c.token) != eos.end();
+  const bool is_stop_id =
+      std::find(r.p.stop_token_ids.begin(), r.p.stop_token_ids.end(), c.token) != r.p.stop_token_ids.end();
+  if (((is_eos && !r.p.ignore_eos) || is_stop_id) && n_gen >= r.p.min_tokens) reason = "stop";
+  if (reason.empty() && n_gen >= r.max_new) reason = "length";
+  if (s.dec) {
+    // A token that ends the generation (EOS / stop id) is not part of the text.
+    const size_t before = s.text.size();
+    // Ids the model has but the tokenizer lacks (vocabulary padding) decode to no text.
+    if (reason != "stop" && c.token < tok->vocab_size() && !tok->id_to_token(c.token).empty())
+      s.text += s.dec->push(c.token);
+    size_t cut = std::string::npos;
+    if (reason != "stop" && !r.p.stop.empty() && n_gen >= r.p.min_tokens) {
+      // A stop string wins over "length" when the last token completes it.
+      size_t max_stop = 0;
+      for (const auto& stp : r.p.stop) max_stop = std::max(max_stop, stp.size());
+      const size_t from = before >= max_stop ? before - max_stop + 1 : 0;
+      for (const auto& stp : r.p.stop) {
+        const size_t at = s.text.find(stp, from);
+        if (at != std::string::npos) cut = std::min(cut, at);
+      }
+      if (cut != std::string::npos) reason = "stop";
+    }
+    if (!reason.empty() && cut == std::string::npos) s.text += s.dec->finish();
+    s.out.text = cut == std::string::npos ? s.text : s.text.substr(0, cut);
+  }
+  if (reason.empty()) {
+    emit(r, s, c.token, c.logprob, false);
+  } else {
+    s.done = true;
+    s.out.finish_reason = reason;
+    model::kv_free(*cache, s.kv);
+    emit(r, s, c.token, c.logprob, true);
+  }
+}
+
+// Sets up the samples of requests whose prompt completed, draws every row's token in parallel (each
+// job owns its sample's rng and a thread-local scratch), then applies the stop rules in row order.
+// A row that cannot be sampled (non-finite logits, everything masked) fails its own request only.
+int64_t Engine::Impl::sample(const StepPlan& sp, std::vector<std::shared_ptr<Request>>& admitted) {
+  int64_t generated = 0;
+  try {
+    std::vector<SampleJob> jobs;
+    jobs.reserve(sp.targets.size());
+    for (size_t i = 0; i < sp.targets.size(); ++i) {
+      Request& r = *sp.targets[i].r;
+      const float* row = logits.data() + static_cast<int64_t>(i) * vocab;
+      if (sp.targets[i].sample < 0) {
+        start_samples(r);
+        for (auto& s : r.samples) jobs.push_back({&r, &s, row, {}, {}});
+      } else {
+        jobs.push_back({&r, &r.samples[static_cast<size_t>(sp.targets[i].sample)], row, {}, {}});
+      }
+    }
+    parallel_for_dynamic(
+        static_cast<int64_t>(jobs.size()), [&](int64_t j) { draw(jobs[static_cast<size_t>(j)]); }, 8 * vocab);
+    std::vector<std::pair<Request*, std::string>> failed;
+    auto failed_of = [&](const Request* r) {
+      return std::find_if(failed.begin(), failed.end(), [&](const auto& f) { return f.first == r; });
+    };
+    for (const SampleJob& jb : jobs)
+      if (!jb.err.empty() && failed_of(jb.r) == failed.end()) failed.emplace_back(jb.r, jb.err);
+    for (SampleJob& jb : jobs) {
+      if (failed_of(jb.r) != failed.end()) continue;
+      ++generated;
+      accept(*jb.r, *jb.s, jb.c);
+    }
+    for (const auto& t : sp.targets)
+      if (t.sample < 0 && failed_of(t.r) == failed.end()) {
+        model::kv_free(*cache, t.r->prompt_kv);
+        t.r->prefilled = true;
+      }
+    for (const auto& [req, err] : failed) {
+      log::error("engine: a request failed while sampling: ", err);
+      for (auto* list : {&admitted, &running}) {
+        auto it = std::find_if(list->begin(), list->end(), [&](const auto& r) { return r.get() == req; });
+        if (it == list->end()) continue;
+        finish_request(*it, "error", err);
+        list->erase(it);
+      }
+    }
+  } catch (const std::exception& e) {
+    // A failure while sampling or decoding must not kill the scheduler: fail this step's requests.
+    log::error("engine: sampling failed: ", e.what());
+    fail_all("error", e.what(), &admitted);
+  }
+  return generated;
+}
+
+void Engine::Impl::retire(std::vector<std::shared_ptr<Request>>& admitted) {
+  for (auto& r : admitted) {
+    r->in_running = true;
+    running.push_back(r);
+    std::lock_guard<std::mutex> l(mu);
+    ++st.running;
+  }
+  admitted.clear();
+  for (auto it = running.begin(); it != running.end();) {
+    auto& r = *it;
+    const bool all_done = std::all_of(r->samples.begin(), r->samples.end(), [](const Sample& s) { return s.done; });
+    if (all_done) {
+      finish_request(r, "stop");
+      it = running.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void Engine::Impl::record(int64_t prompt_tokens, int64_t generated) {
+  std::lock_guard<std::mutex> l(mu);
+  ++st.steps;
+  st.prompt_tokens += prompt_tokens;
+  st.generated_tokens += generated;
+  st.kv_pages_total = cache->num_pages();
+  st.kv_pages_free = cache->free_pages();
+}
+
+// Everything unfinished ends with "abort".
+void Engine::Impl::shutdown() {
+  fail_all("abort", "", nullptr);
+  std::deque<std::shared_ptr<Request>> rest;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    rest.swap(waiting);
+    swap_pending = false;
+  }
+  swap_cv.notify_all();
+  for (auto& r : rest) finish_request(r, "abort");
+}
+
 void Engine::loop() {
   // OpenMP's thread count is per thread: give the scheduler thread the process-wide setting.
   set_num_threads(num_threads());
   auto& im = *impl_;
-  const int64_t ps = im.opts.page_size;
-  const int64_t v = cfg_.vocab_size;
-
-  auto finish_sample = [&](Request& r, Sample& s, const std::string& reason) {
-    if (s.done) return;
-    s.done = true;
-    s.out.finish_reason = reason;
-    if (s.dec) {
-      s.text += s.dec->finish();
-      s.out.text = s.text;
-    }
-    model::kv_free(*im.cache, s.kv);
-    emit(r, s, -1, 0.0f, true);
-  };
-  auto finish_request = [&](const std::shared_ptr<Request>& r, const std::string& reason,
-                            const std::string& error = "") {
-    if (r->prompt_kv.pages.size()) model::kv_free(*im.cache, r->prompt_kv);
-    if (r->samples.empty()) {  // never prefilled: report n empty completions
-      for (int64_t i = 0; i < r->p.n; ++i) {
-        Completion c;
-        c.finish_reason = reason;
-        c.model_version = im.version;
-        r->result.completions.push_back(c);
-      }
-    } else {
-      for (auto& s : r->samples) {
-        finish_sample(*r, s, reason);
-        r->result.completions.push_back(std::move(s.out));
-      }
-    }
-    r->result.error = error;
-    im.committed -= r->committed;
-    r->committed = 0;
-    {  // stats first, so a caller woken by this request sees them
-      std::lock_guard<std::mutex> l(im.mu);
-      ++im.st.finished;
-      if (r->in_running) --im.st.running;
-      r->in_running = false;
-      im.st.kv_pages_total = im.cache->num_pages();
-      im.st.kv_pages_free = im.cache->free_pages();
-    }
-    {
-      std::lock_guard<std::mutex> l(r->mu);
-      r->finished = true;
-    }
-    r->cv.notify_all();
-  };
-
-  // Appends a sampled token to a sample and applies the stop rules.
-  auto accept = [&](Request& r, Sample& s, const TokenChoice& c) {
-    s.out.token_ids.push_back(c.token);
-    s.out.logprobs.push_back(c.logprob);
-    if (r.p.top_logprobs > 0) s.out.top_logprobs.push_back(c.top);
-    s.out.model_version = im.version;
-    const int64_t n_gen = static_cast<int64_t>(s.out.token_ids.size());
-    std::string reason;
-    const bool is_eos = std::find(eos_.begin(), eos_.end(), c.token) != eos_.end();
-    const bool is_stop_id =
-        std::find(r.p.stop_token_ids.begin(), r.p.stop_token_ids.end(), c.token) != r.p.stop_token_ids.end();
-    if (((is_eos && !r.p.ignore_eos) || is_stop_id) && n_gen >= r.p.min_tokens) reason = "stop";
-    if (reason.empty() && n_gen >= r.max_new) reason = "length";
-    if (s.dec) {
-      // A token that ends the generation (EOS / stop id) is not part of the text.
-      const size_t before = s.text.size();
-      // Ids the model has but the tokenizer lacks (vocabulary padding) decode to no text.
-      if (reason != "stop" && c.token < im.tok->vocab_size() && !im.tok->id_to_token(c.token).empty())
-        s.text += s.dec->push(c.token);
-      size_t cut = std::string::npos;
-      if (reason != "stop" && !r.p.stop.empty() && n_gen >= r.p.min_tokens) {
-        // A stop string wins over "length" when the last token completes it.
-        size_t max_stop = 0;
-        for (const auto& st : r.p.stop) max_stop = std::max(max_stop, st.size());
-        const size_t from = before >= max_stop ? before - max_stop + 1 : 0;
-        for (const auto& st : r.p.stop) {
-          const size_t at = s.text.find(st, from);
-          if (at != std::string::npos) cut = std::min(cut, at);
-        }
-        if (cut != std::string::npos) reason = "stop";
-      }
-      if (!reason.empty() && cut == std::string::npos) s.text += s.dec->finish();
-      s.out.text = cut == std::string::npos ? s.text : s.text.substr(0, cut);
-    }
-    if (reason.empty()) {
-      emit(r, s, c.token, c.logprob, false);
-    } else {
-      s.done = true;
-      s.out.finish_reason = reason;
-      model::kv_free(*im.cache, s.kv);
-      emit(r, s, c.token, c.logprob, true);
-    }
-  };
-
   for (;;) {
     {
       std::unique_lock<std::mutex> l(im.mu);
@@ -342,286 +682,18 @@ void Engine::loop() {
       });
       if (im.stop) break;
     }
-    // Weight swap between steps.
-    bool hold_admission = false;
-    {
-      std::unique_lock<std::mutex> l(im.mu);
-      if (im.swap_pending) {
-        if (im.opts.swap_policy == SwapPolicy::kAbort) {
-          l.unlock();
-          for (auto& r : im.running) finish_request(r, "abort");
-          im.running.clear();
-          for (auto& r : im.prefilling) finish_request(r, "abort");
-          im.prefilling.clear();
-          l.lock();
-        }
-        if (im.running.empty() && im.prefilling.empty()) {
-          im.model = std::move(im.next_model);
-          im.packed = std::move(im.next_packed);
-          im.version = im.next_version;
-          im.st.model_version = im.next_version;
-          im.swap_pending = false;
-          im.swap_cv.notify_all();
-        } else {
-          hold_admission = true;
-        }
-      }
-    }
-    // Cancellations and deadlines.
-    const auto now = Clock::now();
-    for (auto* list : {&im.running, &im.prefilling})
-      for (auto it = list->begin(); it != list->end();) {
-        auto& r = *it;
-        if (r->cancelled || now > r->deadline) {
-          finish_request(r, r->cancelled ? "cancelled" : "timeout");
-          it = list->erase(it);
-        } else {
-          ++it;
-        }
-      }
-    // Admission: while less than one step's prefill budget is pending (so a burst of requests gets
-    // its first tokens step by step instead of all after one long prefill).
-    int64_t prefill_tokens = 0;
-    int64_t pending_prefill = 0;
-    int64_t running_samples = 0;
-    for (auto& r : im.running) running_samples += r->p.n;
-    for (auto& r : im.prefilling) {
-      running_samples += r->p.n;
-      pending_prefill += static_cast<int64_t>(r->prompt.size()) - r->prefill_done;
-    }
-    while (!hold_admission) {
-      std::shared_ptr<Request> r;
-      {
-        std::lock_guard<std::mutex> l(im.mu);
-        if (im.waiting.empty()) break;
-        r = im.waiting.front();
-      }
-      auto pop = [&] {
-        std::lock_guard<std::mutex> l(im.mu);
-        im.waiting.pop_front();
-      };
-      if (r->cancelled || Clock::now() > r->deadline) {
-        pop();
-        finish_request(r, r->cancelled ? "cancelled" : "timeout");
-        continue;
-      }
-      const int64_t plen = static_cast<int64_t>(r->prompt.size());
-      const int64_t need = pages_of(plen, ps) + r->p.n * (pages_of(r->max_new, ps) + 1);
-      if (need > im.cache->num_pages()) {
-        pop();
-        finish_request(r, "error",
-                       strcat("[engine] request needs ", need, " KV pages (", plen, " prompt tokens + ", r->p.n,
-                              " x ", r->max_new, " new), the cache has ", im.cache->num_pages(),
-                              "; raise the KV cache budget or lower max_tokens / n"));
-        continue;
-      }
-      if (im.committed + need > im.cache->num_pages()) break;
-      if (pending_prefill >= im.opts.max_prefill_tokens) break;
-      if (running_samples + r->p.n > im.opts.max_running && !(im.running.empty() && im.prefilling.empty())) break;
-      pop();
-      im.committed += need;
-      r->committed = need;
-      const bool ok = model::kv_reserve(*im.cache, r->prompt_kv, plen);
-      TRINITY_ASSERT(ok, "committed KV pages were not available");
-      pending_prefill += plen;
-      running_samples += r->p.n;
-      im.prefilling.push_back(r);
-    }
-    // Build the step: prefill chunks first (up to max_prefill_tokens prompt tokens, in admission
-    // order; a longer prompt continues next step), then one decode row per live sample.
-    std::vector<int32_t> tokens;
-    std::vector<model::InferSeg> segs;
-    std::vector<int64_t> logit_rows;
-    struct Target {
-      Request* r;
-      int64_t sample;  // -1: a prefill (samples drawn from this row)
-    };
-    std::vector<Target> targets;
-    std::vector<int64_t> chunks;  // prompt tokens of im.prefilling[i] in this step
-    for (auto& r : im.prefilling) {
-      const int64_t plen = static_cast<int64_t>(r->prompt.size());
-      const int64_t chunk = std::min(plen - r->prefill_done, im.opts.max_prefill_tokens - prefill_tokens);
-      if (chunk <= 0) break;
-      chunks.push_back(chunk);
-      prefill_tokens += chunk;
-      const int64_t b = static_cast<int64_t>(tokens.size());
-      tokens.insert(tokens.end(), r->prompt.begin() + r->prefill_done, r->prompt.begin() + r->prefill_done + chunk);
-      segs.push_back({&r->prompt_kv, b, static_cast<int64_t>(tokens.size())});
-      if (r->prefill_done + chunk == plen) {  // the last chunk: its last row gives the first token
-        logit_rows.push_back(static_cast<int64_t>(tokens.size()) - 1);
-        targets.push_back({r.get(), -1});
-      }
-    }
-    for (auto& r : im.running)
-      for (auto& s : r->samples) {
-        if (s.done) continue;
-        const bool ok = model::kv_reserve(*im.cache, s.kv, 1);
-        TRINITY_ASSERT(ok, "committed KV pages were not available");
-        const int64_t b = static_cast<int64_t>(tokens.size());
-        tokens.push_back(s.out.token_ids.back());
-        segs.push_back({&s.kv, b, b + 1});
-        logit_rows.push_back(b);
-        targets.push_back({r.get(), s.index});
-      }
-    if (tokens.empty()) continue;
-    try {
-      im.model->forward_infer(tokens, segs, *im.cache, logit_rows, im.logits, im.scratch, im.packed.get());
-    } catch (const std::exception& e) {
-      log::error("engine: step failed: ", e.what());
-      for (auto& r : im.prefilling) finish_request(r, "error", e.what());
-      im.prefilling.clear();
-      for (auto& r : im.running) finish_request(r, "error", e.what());
-      im.running.clear();
-      continue;
-    }
-    for (auto& sg : segs) sg.kv->len += sg.row_end - sg.row_begin;
-    // Requests whose prompt is now complete leave `prefilling` (their samples are set up below).
-    std::vector<std::shared_ptr<Request>> admitted;
-    for (size_t i = 0; i < chunks.size(); ++i) im.prefilling[i]->prefill_done += chunks[i];
-    for (auto it = im.prefilling.begin(); it != im.prefilling.end();) {
-      if ((*it)->prefill_done == static_cast<int64_t>((*it)->prompt.size())) {
-        admitted.push_back(*it);
-        it = im.prefilling.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    // Sampling: set up the samples of new requests, draw every row's token in parallel (each job
-    // owns its sample's rng and a thread-local scratch), then apply the stop rules in row order.
-    int64_t generated = 0;
-    try {
-      struct Job {
-        Request* r;
-        Sample* s;
-        const float* row;
-        TokenChoice c;
-        std::string err;
-      };
-      std::vector<Job> jobs;
-      jobs.reserve(targets.size());
-      for (size_t i = 0; i < targets.size(); ++i) {
-        Request& r = *targets[i].r;
-        const float* row = im.logits.data() + static_cast<int64_t>(i) * v;
-        if (targets[i].sample < 0) {
-          r.samples.resize(static_cast<size_t>(r.p.n));
-          for (int64_t k = 0; k < r.p.n; ++k) {
-            Sample& s = r.samples[static_cast<size_t>(k)];
-            s.index = k;
-            s.rng.reseed(r.p.seed ? *r.p.seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(k)
-                                  : ++im.seed_counter * 0xD1B54A32D192ED03ULL);
-            if (im.tok) s.dec = std::make_unique<tok::StreamDecoder>(*im.tok, true);
-            if (r.p.constraint) s.con = r.p.constraint->start();
-            s.kv = model::kv_fork(*im.cache, r.prompt_kv);
-            jobs.push_back({&r, &s, row, {}, {}});
-          }
-        } else {
-          jobs.push_back({&r, &r.samples[static_cast<size_t>(targets[i].sample)], row, {}, {}});
-        }
-      }
-      parallel_for_dynamic(static_cast<int64_t>(jobs.size()), [&](int64_t j) {
-        Job& jb = jobs[static_cast<size_t>(j)];
-        const Request& r = *jb.r;
-        const Sample& s = *jb.s;
-        try {
-          thread_local std::vector<float> scratch;
-          std::vector<int32_t> banned, history;
-          const int64_t n_gen = static_cast<int64_t>(s.out.token_ids.size());
-          if (n_gen < r.p.min_tokens) {
-            banned = r.p.stop_token_ids;
-            if (!r.p.ignore_eos) banned.insert(banned.end(), eos_.begin(), eos_.end());
-          }
-          if (r.p.repetition_penalty != 1.0) {
-            history = r.prompt;
-            history.insert(history.end(), s.out.token_ids.begin(), s.out.token_ids.end());
-          }
-          // sample_token leaves the row unmodified, so the n samples of a prompt share it; a
-          // constraint masks a private copy.
-          float* row = const_cast<float*>(jb.row);
-          if (s.con) {
-            thread_local std::vector<float> masked;
-            masked.assign(jb.row, jb.row + v);
-            s.con->mask(masked.data(), v);
-            row = masked.data();
-          }
-          jb.c = sample_token(row, v, r.p, history, banned, jb.s->rng, scratch);
-          if (s.con) s.con->advance(jb.c.token);
-        } catch (const std::exception& e) {
-          jb.err = e.what();
-        }
-      }, 8 * v);
-      // A row that cannot be sampled (non-finite logits, everything masked) fails its own request
-      // only; the other requests of the step go on.
-      std::vector<std::pair<Request*, std::string>> failed;
-      auto failed_of = [&](const Request* r) {
-        return std::find_if(failed.begin(), failed.end(), [&](const auto& f) { return f.first == r; });
-      };
-      for (const Job& jb : jobs)
-        if (!jb.err.empty() && failed_of(jb.r) == failed.end()) failed.emplace_back(jb.r, jb.err);
-      for (Job& jb : jobs) {
-        if (failed_of(jb.r) != failed.end()) continue;
-        ++generated;
-        accept(*jb.r, *jb.s, jb.c);
-      }
-      for (size_t i = 0; i < targets.size(); ++i)
-        if (targets[i].sample < 0 && failed_of(targets[i].r) == failed.end()) {
-          model::kv_free(*im.cache, targets[i].r->prompt_kv);
-          targets[i].r->prefilled = true;
-        }
-      for (const auto& [req, err] : failed) {
-        log::error("engine: a request failed while sampling: ", err);
-        for (auto* list : {&admitted, &im.running}) {
-          auto it = std::find_if(list->begin(), list->end(), [&](const auto& r) { return r.get() == req; });
-          if (it == list->end()) continue;
-          finish_request(*it, "error", err);
-          list->erase(it);
-        }
-      }
-    } catch (const std::exception& e) {
-      // A failure while sampling or decoding must not kill the scheduler: fail this step's requests.
-      log::error("engine: sampling failed: ", e.what());
-      for (auto& r : admitted) finish_request(r, "error", e.what());
-      admitted.clear();
-      for (auto& r : im.prefilling) finish_request(r, "error", e.what());
-      im.prefilling.clear();
-      for (auto& r : im.running) finish_request(r, "error", e.what());
-      im.running.clear();
-    }
-    for (auto& r : admitted) {
-      r->in_running = true;
-      im.running.push_back(r);
-      std::lock_guard<std::mutex> l(im.mu);
-      ++im.st.running;
-    }
-    for (auto it = im.running.begin(); it != im.running.end();) {
-      auto& r = *it;
-      const bool all_done = std::all_of(r->samples.begin(), r->samples.end(), [](const Sample& s) { return s.done; });
-      if (all_done) {
-        finish_request(r, "stop");
-        it = im.running.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    std::lock_guard<std::mutex> l(im.mu);
-    ++im.st.steps;
-    im.st.prompt_tokens += prefill_tokens;
-    im.st.generated_tokens += generated;
-    im.st.kv_pages_total = im.cache->num_pages();
-    im.st.kv_pages_free = im.cache->free_pages();
+    const bool hold_admission = im.swap_weights();
+    im.expire();
+    if (!hold_admission) im.admit();
+    const Impl::StepPlan sp = im.plan();
+    if (sp.tokens.empty()) continue;
+    if (!im.forward(sp)) continue;
+    std::vector<std::shared_ptr<Request>> admitted = im.complete_prefills(sp);
+    const int64_t generated = im.sample(sp, admitted);
+    im.retire(admitted);
+    im.record(sp.prefill_tokens, generated);
   }
-  // Shutdown: everything unfinished ends with "abort".
-  for (auto& r : im.running) finish_request(r, "abort");
-  im.running.clear();
-  for (auto& r : im.prefilling) finish_request(r, "abort");
-  im.prefilling.clear();
-  std::deque<std::shared_ptr<Request>> rest;
-  {
-    std::lock_guard<std::mutex> l(im.mu);
-    rest.swap(im.waiting);
-    im.swap_pending = false;
-  }
-  im.swap_cv.notify_all();
-  for (auto& r : rest) finish_request(r, "abort");
+  im.shutdown();
 }
 
 }  // namespace trinity::engine

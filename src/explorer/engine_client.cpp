@@ -82,8 +82,8 @@ std::vector<workflow::Sample> EngineClient::generate_ids(const std::vector<int32
                                                          const workflow::GenOptions& opt) {
   check();
   engine::SamplingParams p = params(opt);
-  if (!p.seed && seed_) p.seed = *seed_ + 7919 * calls_;
-  ++calls_;
+  const uint64_t call = calls_.fetch_add(1);
+  if (!p.seed && seed_) p.seed = *seed_ + 7919 * call;
   engine::RequestHandle h = m_.engine->submit(prompt_ids, p);
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -87,7 +87,10 @@ class EngineClient : public workflow::ModelClient {
   const RolloutModel& m_;
   const buffer::Task* task_;
   std::optional<uint64_t> seed_;
-  uint64_t calls_ = 0;
+  // Requests made, for the fallback seed of a request without one (seed_ + 7919 * call). Atomic:
+  // concurrent repeats share the client. Their order (so which seed a repeat gets) then depends on
+  // timing; workflows that pass GenOptions::seed (every built-in one) are not affected.
+  std::atomic<uint64_t> calls_{0};
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;
   std::vector<engine::RequestHandle> inflight_;

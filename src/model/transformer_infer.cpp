@@ -1,7 +1,8 @@
 // Inference forward with a paged KV cache (see Transformer::forward_infer). Same per-layer math as
 // the training forward and the same kernels for norms, projections, RoPE and the MLP; attention
 // reads keys/values through each sequence's page table (tensor/paged_attention.h). Work for
-// attention is split over (sequence, kv head), so each item writes disjoint output rows.
+// attention is split over (sequence, kv head), so each item writes disjoint output rows. With packed
+// weights every row's result is independent of the other rows of the call (batch invariance).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,13 +20,6 @@
 namespace trinity::model {
 
 using namespace trinity::tensor;
-
-namespace {
-
-// Above this many rows an fp32 step runs its linear layers through sgemm on the master weights.
-constexpr int64_t kPackedMaxRows = 256;
-
-}  // namespace
 
 void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::vector<InferSeg>& segs,
                                 KvCache& cache, const std::vector<int64_t>& logit_rows,
@@ -77,10 +71,11 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
   float* kr = fit(sc.krstd, r * nkv);
   int64_t tmax = max_pos + 1;
 
-  // Linear layers: packed copies when given; fp32 copies hold the model's exact values, so long
-  // prefills may take sgemm on the master weights instead (it is faster there); bf16 copies are
-  // used for every row so one step never mixes weight precisions.
-  const bool use_packed = pw && (pw->dtype == PackDType::kBF16 || r <= kPackedMaxRows);
+  // Linear layers: the packed copies for every row count when given (their kernels are batch
+  // invariant: a row's outputs do not depend on the other rows of the step, so a sequence's logits
+  // are the same bits however the engine batched it; sgemm on the master weights is not, as its
+  // blocking depends on the row count), else sgemm on the model's own weights.
+  const bool use_packed = pw != nullptr;
   auto lin = [&](float* y, const float* xin, const float* wm, const PackedLinear* wp, const float* b,
                  int64_t rows, int64_t ic, int64_t oc, bool acc) {
     if (use_packed) {
@@ -178,7 +173,7 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
     std::memcpy(hrows + i * c, x + row * c, sizeof(float) * c);
   }
   rmsnorm_forward(hrows, rstd, hrows, im.lnf, m, c, eps);
-  if (pw && (pw->dtype == PackDType::kBF16 || m <= kPackedMaxRows))
+  if (pw)
     packed_linear(logits.data(), hrows, pw->head, nullptr, m, false);
   else
     linear_forward(logits.data(), hrows, im.whead, nullptr, m, c, V);

@@ -1,7 +1,9 @@
-// Panel-packed inference linear layers (see packed_linear.h). The register tile is MR rows x 32
-// outputs (2*MR zmm accumulators, MR <= 12); for MR <= 2 the k loop is split over 2-4 independent
-// accumulator sets so the FMA latency chain does not bound a memory-bound GEMV. Without AVX-512 a
-// portable scalar loop over the same layout is used.
+// Panel-packed inference linear layers (see packed_linear.h). The register tile is MR rows x NP
+// panels x 32 outputs (2*MR*NP zmm accumulators; MR <= 12, NP = 1, or 2-4 for one- and two-row
+// calls so the FMA latency chain does not bound a memory-bound GEMV). Every output is one FMA
+// chain over k in order in every tile shape, so results are batch invariant: a row's outputs are
+// the same bits whatever other rows share the call. Without AVX-512 a portable scalar loop over
+// the same layout is used.
 #include "tensor/packed_linear.h"
 
 #include <algorithm>
@@ -80,6 +82,22 @@ inline void store_row(float* y, const float* v, int64_t cols, const float* b, bo
   }
 }
 
+// One panel's share of a tile: its weights and where its (up to 32) outputs go.
+struct PanelJob {
+  const void* panel;
+  float* y;        // output column 0 of this panel, row 0
+  int64_t cols;    // valid outputs (32 but in the last panel of a weight)
+  const float* b;  // bias of those outputs, or null
+};
+
+constexpr int64_t kMaxGroup = 4;  // panels per parallel item (one-row calls)
+
+// Panels per parallel item: one- and two-row calls group panels so their tiles have independent
+// accumulators (see tile); more rows keep one panel per item.
+int64_t group_of(int64_t rows) {
+  return rows == 1 ? 4 : rows == 2 ? 2 : 1;
+}
+
 #if defined(__AVX512F__)
 
 template <bool BF>
@@ -100,25 +118,27 @@ inline void load_w(const void* panel, int64_t k, __m512& w0, __m512& w1) {
 constexpr int64_t kPrefetchK = 32;    // k steps ahead into L1 (4 KiB of fp32 panel)
 constexpr int64_t kPrefetchL2K = 256;  // k steps ahead into L2 (32 KiB of fp32 panel)
 
-// y[MR rows, cols] (+)= x[MR rows, :IC] . panel. KU independent accumulator sets over k.
-template <int MR, bool BF>
-void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel, int64_t ic,
-          int64_t cols, const float* b, bool acc) {
-  constexpr int KU = MR == 1 ? 4 : MR == 2 ? 2 : 1;
-  __m512 c0[KU][MR], c1[KU][MR];
-  for (int u = 0; u < KU; ++u)
-    for (int i = 0; i < MR; ++i) c0[u][i] = c1[u][i] = _mm512_setzero_ps();
-  int64_t k = 0;
-  for (; k + KU <= ic; k += KU) {
-    for (int u = 0; u < KU; ++u) {
-      __m512 w0, w1;
+// y[MR rows, NP panels x 32] (+)= x[MR rows, :IC] . panels. Every output is ONE fma chain over
+// k = 0..IC-1 in order, whatever MR and NP are, so a row's result does not depend on how many
+// rows share the call or which tile it lands in (batch invariance: a sequence's logits are the
+// same bits whether it is decoded alone or batched). Few-row tiles get their independent chains
+// from several panels at once (NP) instead of from splitting k.
+template <int MR, int NP, bool BF>
+void tile(const PanelJob* pj, int64_t ldy, const float* x, int64_t ldx, int64_t ic, bool acc) {
+  __m512 c0[NP][MR], c1[NP][MR];
+  for (int q = 0; q < NP; ++q)
+    for (int i = 0; i < MR; ++i) c0[q][i] = c1[q][i] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < ic; ++k) {
+    __m512 xb[MR];
+    for (int i = 0; i < MR; ++i) xb[i] = _mm512_set1_ps(x[i * ldx + k]);
+    for (int q = 0; q < NP; ++q) {
       // The first tile over a panel streams it from memory: prefetch ahead of the hardware, near
       // into L1 and far into L2. The far one matters for multi-row tiles: their k steps are slow
       // enough that 32 steps ahead is less than the memory latency, so without it memory time and
       // FMA time add up (single core, small shape, 16 rows: -10 % time; 1 and 8 rows: -4 / -12 %).
       // (address arithmetic in integers: the prefetch may point past the panel; it never faults)
       constexpr uintptr_t kStep = P * (BF ? 2 : 4);
-      const uintptr_t at = reinterpret_cast<uintptr_t>(panel) + static_cast<uintptr_t>(k + u) * kStep;
+      const uintptr_t at = reinterpret_cast<uintptr_t>(pj[q].panel) + static_cast<uintptr_t>(k) * kStep;
       const auto* pf = reinterpret_cast<const char*>(at + kPrefetchK * kStep);
       const auto* pf2 = reinterpret_cast<const char*>(at + kPrefetchL2K * kStep);
       _mm_prefetch(pf, _MM_HINT_T0);
@@ -127,60 +147,67 @@ void tile(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel,
         _mm_prefetch(pf + 64, _MM_HINT_T0);
         _mm_prefetch(pf2 + 64, _MM_HINT_T1);
       }
-      load_w<BF>(panel, k + u, w0, w1);
+      __m512 w0, w1;
+      load_w<BF>(pj[q].panel, k, w0, w1);
       for (int i = 0; i < MR; ++i) {
-        const __m512 xb = _mm512_set1_ps(x[i * ldx + k + u]);
-        c0[u][i] = _mm512_fmadd_ps(xb, w0, c0[u][i]);
-        c1[u][i] = _mm512_fmadd_ps(xb, w1, c1[u][i]);
+        c0[q][i] = _mm512_fmadd_ps(xb[i], w0, c0[q][i]);
+        c1[q][i] = _mm512_fmadd_ps(xb[i], w1, c1[q][i]);
       }
     }
   }
-  for (; k < ic; ++k) {
-    __m512 w0, w1;
-    load_w<BF>(panel, k, w0, w1);
+  for (int q = 0; q < NP; ++q)
     for (int i = 0; i < MR; ++i) {
-      const __m512 xb = _mm512_set1_ps(x[i * ldx + k]);
-      c0[0][i] = _mm512_fmadd_ps(xb, w0, c0[0][i]);
-      c1[0][i] = _mm512_fmadd_ps(xb, w1, c1[0][i]);
+      float* yr = pj[q].y + i * ldy;
+      if (pj[q].cols == P && !acc && !pj[q].b) {
+        _mm512_storeu_ps(yr, c0[q][i]);
+        _mm512_storeu_ps(yr + 16, c1[q][i]);
+      } else {
+        alignas(64) float v[P];
+        _mm512_store_ps(v, c0[q][i]);
+        _mm512_store_ps(v + 16, c1[q][i]);
+        store_row(yr, v, pj[q].cols, pj[q].b, acc);
+      }
     }
-  }
-  for (int i = 0; i < MR; ++i) {
-    __m512 s0 = c0[0][i], s1 = c1[0][i];
-    for (int u = 1; u < KU; ++u) {
-      s0 = _mm512_add_ps(s0, c0[u][i]);
-      s1 = _mm512_add_ps(s1, c1[u][i]);
-    }
-    float* yr = y + i * ldy;
-    if (cols == P && !acc && !b) {
-      _mm512_storeu_ps(yr, s0);
-      _mm512_storeu_ps(yr + 16, s1);
-    } else {
-      alignas(64) float v[P];
-      _mm512_store_ps(v, s0);
-      _mm512_store_ps(v + 16, s1);
-      store_row(yr, v, cols, b, acc);
-    }
-  }
 }
 
+// The rows of x in balanced tiles of at most 12 rows (16 rows -> 8 + 8, not 12 + 4: a 4-row tile
+// has too few accumulators to hide the FMA latency), over the np panels of pj. One- and two-row
+// tiles take 4 / 2 panels at a time (8 independent accumulators either way).
 template <bool BF>
-void run_panel(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel, int64_t ic,
-               int64_t rows, int64_t cols, const float* b, bool acc) {
-  // Balanced tiles of at most 12 rows (16 rows -> 8 + 8, not 12 + 4: a 4-row tile has too few
-  // accumulators to hide the FMA latency).
+void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int64_t ldx, int64_t ic, int64_t rows,
+                bool acc) {
   constexpr int64_t MR = 12;
   const int64_t tiles = (rows + MR - 1) / MR;
   for (int64_t t = 0, r = 0; t < tiles; ++t) {
     const int64_t m = rows / tiles + (t < rows % tiles ? 1 : 0);
-    float* yr = y + r * ldy;
+    PanelJob sh[kMaxGroup];
+    for (int64_t q = 0; q < np; ++q) sh[q] = pj[q], sh[q].y += r * ldy;
     const float* xr = x + r * ldx;
-    switch (m) {
+    for (int64_t q = 0; q < np;) {
+      const int64_t left = np - q;
+      if (m == 1 && left >= 4) {
+        tile<1, 4, BF>(sh + q, ldy, xr, ldx, ic, acc), q += 4;
+      } else if (m == 1 && left == 3) {
+        tile<1, 3, BF>(sh + q, ldy, xr, ldx, ic, acc), q += 3;
+      } else if (m <= 2 && left >= 2) {
+        if (m == 1)
+          tile<1, 2, BF>(sh + q, ldy, xr, ldx, ic, acc);
+        else
+          tile<2, 2, BF>(sh + q, ldy, xr, ldx, ic, acc);
+        q += 2;
+      } else {
+        // clang-format off
+        switch (m) {
 #define TRINITY_TILE(n) \
-  case n: tile<n, BF>(yr, ldy, xr, ldx, panel, ic, cols, b, acc); break;
-      TRINITY_TILE(1) TRINITY_TILE(2) TRINITY_TILE(3) TRINITY_TILE(4) TRINITY_TILE(5) TRINITY_TILE(6)
-      TRINITY_TILE(7) TRINITY_TILE(8) TRINITY_TILE(9) TRINITY_TILE(10) TRINITY_TILE(11) TRINITY_TILE(12)
+  case n: tile<n, 1, BF>(sh + q, ldy, xr, ldx, ic, acc); break;
+          TRINITY_TILE(1) TRINITY_TILE(2) TRINITY_TILE(3) TRINITY_TILE(4) TRINITY_TILE(5) TRINITY_TILE(6)
+          TRINITY_TILE(7) TRINITY_TILE(8) TRINITY_TILE(9) TRINITY_TILE(10) TRINITY_TILE(11) TRINITY_TILE(12)
 #undef TRINITY_TILE
-      default: break;
+          default: break;
+        }
+        // clang-format on
+        ++q;
+      }
     }
     r += m;
   }
@@ -188,22 +215,26 @@ void run_panel(float* y, int64_t ldy, const float* x, int64_t ldx, const void* p
 
 #else  // portable fallback
 
+// Same layout and the same per-output order (one sum over k in order) as the AVX-512 tiles.
 template <bool BF>
-void run_panel(float* y, int64_t ldy, const float* x, int64_t ldx, const void* panel, int64_t ic,
-               int64_t rows, int64_t cols, const float* b, bool acc) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float v[P] = {};
-    for (int64_t k = 0; k < ic; ++k) {
-      const float xv = x[r * ldx + k];
-      for (int64_t j = 0; j < P; ++j) {
-        float w;
-        if constexpr (BF) w = bf16_to_f32(static_cast<const uint16_t*>(panel)[k * P + j]);
-        else w = static_cast<const float*>(panel)[k * P + j];
-        v[j] += xv * w;
+void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int64_t ldx, int64_t ic, int64_t rows,
+                bool acc) {
+  for (int64_t q = 0; q < np; ++q)
+    for (int64_t r = 0; r < rows; ++r) {
+      float v[P] = {};
+      for (int64_t k = 0; k < ic; ++k) {
+        const float xv = x[r * ldx + k];
+        for (int64_t j = 0; j < P; ++j) {
+          float w;
+          if constexpr (BF)
+            w = bf16_to_f32(static_cast<const uint16_t*>(pj[q].panel)[k * P + j]);
+          else
+            w = static_cast<const float*>(pj[q].panel)[k * P + j];
+          v[j] += xv * w;
+        }
       }
+      store_row(pj[q].y + r * ldy, v, pj[q].cols, pj[q].b, acc);
     }
-    store_row(y + r * ldy, v, cols, b, acc);
-  }
 }
 
 #endif
@@ -218,31 +249,53 @@ void packed_linear(float* y, const float* x, const PackedLinear& w, const float*
   if (n <= 0) return;
   // One sweep over all rows per panel: the panel (IC x 32) stays in L1/L2 while the rows stream
   // from cache, so the weights are read from memory once per call however many rows there are.
-  parallel_for(w.panels(), [&](int64_t p) {
-    const int64_t o0 = p * P, cols = std::min(P, oc - o0);
-    const float* bp = b ? b + o0 : nullptr;
-    if (w.dtype() == PackDType::kBF16)
-      run_panel<true>(y + o0, oc, x, ic, w.panel(p), ic, n, cols, bp, accumulate);
-    else
-      run_panel<false>(y + o0, oc, x, ic, w.panel(p), ic, n, cols, bp, accumulate);
-  }, n * ic * P);
+  const int64_t g = group_of(n), items = (w.panels() + g - 1) / g;
+  parallel_for(
+      items,
+      [&](int64_t it) {
+        PanelJob pj[kMaxGroup];
+        const int64_t p0 = it * g, np = std::min(g, w.panels() - p0);
+        for (int64_t q = 0; q < np; ++q) {
+          const int64_t o0 = (p0 + q) * P;
+          pj[q] = {w.panel(p0 + q), y + o0, std::min(P, oc - o0), b ? b + o0 : nullptr};
+        }
+        if (w.dtype() == PackDType::kBF16)
+          run_panels<true>(pj, np, oc, x, ic, ic, n, accumulate);
+        else
+          run_panels<false>(pj, np, oc, x, ic, ic, n, accumulate);
+      },
+      g * n * ic * P);
 }
 
 void packed_linear_parts(const PackedOut* outs, const float* x, const PackedLinear& w, int64_t n) {
   TRINITY_ASSERT(!w.empty(), "packed_linear_parts: empty weight");
   const int64_t ic = w.ic(), nparts = w.parts();
   if (n <= 0) return;
-  parallel_for(w.panels(), [&](int64_t p) {
-    int64_t i = nparts - 1;
-    while (p < w.part_panel(i)) --i;
-    const int64_t poc = w.part_oc(i), o0 = (p - w.part_panel(i)) * P, cols = std::min(P, poc - o0);
-    const PackedOut& o = outs[i];
-    const float* bp = o.b ? o.b + o0 : nullptr;
-    if (w.dtype() == PackDType::kBF16)
-      run_panel<true>(o.y + o0, poc, x, ic, w.panel(p), ic, n, cols, bp, false);
-    else
-      run_panel<false>(o.y + o0, poc, x, ic, w.panel(p), ic, n, cols, bp, false);
-  }, n * ic * P);
+  // Items group panels of one part only (the parts' outputs have different row strides).
+  const int64_t g = group_of(n);
+  auto part_end = [&](int64_t i) { return i + 1 < nparts ? w.part_panel(i + 1) : w.panels(); };
+  auto part_items = [&](int64_t i) { return (part_end(i) - w.part_panel(i) + g - 1) / g; };
+  int64_t items = 0;
+  for (int64_t i = 0; i < nparts; ++i) items += part_items(i);
+  parallel_for(
+      items,
+      [&](int64_t it) {
+        int64_t i = 0;
+        while (it >= part_items(i)) it -= part_items(i++);
+        const int64_t p0 = w.part_panel(i) + it * g, np = std::min(g, part_end(i) - p0);
+        const int64_t poc = w.part_oc(i);
+        const PackedOut& o = outs[i];
+        PanelJob pj[kMaxGroup];
+        for (int64_t q = 0; q < np; ++q) {
+          const int64_t o0 = (p0 + q - w.part_panel(i)) * P;
+          pj[q] = {w.panel(p0 + q), o.y + o0, std::min(P, poc - o0), o.b ? o.b + o0 : nullptr};
+        }
+        if (w.dtype() == PackDType::kBF16)
+          run_panels<true>(pj, np, poc, x, ic, ic, n, false);
+        else
+          run_panels<false>(pj, np, poc, x, ic, ic, n, false);
+      },
+      g * n * ic * P);
 }
 
 }  // namespace trinity::tensor

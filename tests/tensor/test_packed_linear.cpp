@@ -102,3 +102,45 @@ TEST(PackedLinear, FusedPartsMatchSeparateReferences) {
       }
     }
 }
+
+// Batch invariance: a row's outputs are the same bits whatever other rows share the call (every
+// tile shape sums k in the same order). The engine relies on it: a sequence's logits must not
+// depend on which other requests were batched with it (same seed + config => same checkpoint).
+TEST(PackedLinear, RowsAreBitwiseIndependentOfTheBatch) {
+  const int64_t ic = 300, oc = 200;  // 7 panels: groups of 4 and 2 with ragged remainders
+  auto w = randn(static_cast<size_t>(oc * ic), 80, 0.1f);
+  auto b = randn(static_cast<size_t>(oc), 81);
+  const int64_t n = 29;
+  auto x = randn(static_cast<size_t>(n * ic), 82);
+  for (auto dt : {PackDType::kF32, PackDType::kBF16}) {
+    PackedLinear pw(w.data(), oc, ic, dt);
+    std::vector<float> full(static_cast<size_t>(n * oc));
+    packed_linear(full.data(), x.data(), pw, b.data(), n, false);
+    // Every sub-batch [r0, r0 + m) (m = 1, 2, 3, 5, 13) gives the full call's rows bit for bit.
+    for (int64_t m : {1, 2, 3, 5, 13})
+      for (int64_t r0 = 0; r0 + m <= n; r0 += m) {
+        std::vector<float> part(static_cast<size_t>(m * oc));
+        packed_linear(part.data(), x.data() + r0 * ic, pw, b.data(), m, false);
+        for (int64_t i = 0; i < m * oc; ++i)
+          ASSERT_EQ(part[static_cast<size_t>(i)], full[static_cast<size_t>(r0 * oc + i)])
+              << "rows " << r0 << "+" << m << ", output " << i << (dt == PackDType::kBF16 ? " (bf16)" : " (f32)");
+      }
+  }
+  // Fused parts: the same.
+  const std::vector<int64_t> ocs = {200, 40};
+  auto w2 = randn(static_cast<size_t>(40 * ic), 83, 0.1f);
+  PackedLinear fused({{w.data(), ocs[0]}, {w2.data(), ocs[1]}}, ic, PackDType::kF32);
+  std::vector<float> fa(static_cast<size_t>(n * ocs[0])), fb(static_cast<size_t>(n * ocs[1]));
+  const PackedOut outs[] = {{fa.data(), b.data()}, {fb.data(), nullptr}};
+  packed_linear_parts(outs, x.data(), fused, n);
+  for (int64_t m : {1, 2, 7})
+    for (int64_t r0 = 0; r0 + m <= n; r0 += m) {
+      std::vector<float> pa(static_cast<size_t>(m * ocs[0])), pb(static_cast<size_t>(m * ocs[1]));
+      const PackedOut po[] = {{pa.data(), b.data()}, {pb.data(), nullptr}};
+      packed_linear_parts(po, x.data() + r0 * ic, fused, m);
+      for (int64_t i = 0; i < m * ocs[0]; ++i)
+        ASSERT_EQ(pa[static_cast<size_t>(i)], fa[static_cast<size_t>(r0 * ocs[0] + i)]);
+      for (int64_t i = 0; i < m * ocs[1]; ++i)
+        ASSERT_EQ(pb[static_cast<size_t>(i)], fb[static_cast<size_t>(r0 * ocs[1] + i)]);
+    }
+}
