@@ -54,6 +54,7 @@ class Request {
   SamplingParams p;
   StreamCallback cb;
   Clock::time_point deadline = Clock::time_point::max();
+  Clock::time_point submitted = Clock::now();
   int64_t max_new = 0;
   model::SeqKv prompt_kv;
   std::vector<Sample> samples;
@@ -418,7 +419,15 @@ void Engine::loop() {
       if (im.committed + need > im.cache->num_pages()) break;
       if (pending_prefill >= im.opts.max_prefill_tokens) break;
       if (running_samples + r->p.n > im.opts.max_running && !(im.running.empty() && im.prefilling.empty())) break;
-      pop();
+      {
+        std::lock_guard<std::mutex> l(im.mu);
+        im.waiting.pop_front();
+        const double waited = std::chrono::duration<double>(Clock::now() - r->submitted).count();
+        for (size_t b = 0; b < EngineStats::kQueueBuckets.size(); ++b)
+          if (waited <= EngineStats::kQueueBuckets[b]) ++im.st.queue_le[b];
+        im.st.queue_seconds_sum += waited;
+        ++im.st.queue_count;
+      }
       im.committed += need;
       r->committed = need;
       const bool ok = model::kv_reserve(*im.cache, r->prompt_kv, plen);
