@@ -56,6 +56,7 @@ class Request {
   SamplingParams p;
   StreamCallback cb;
   Clock::time_point deadline = Clock::time_point::max();
+  Clock::time_point submitted = Clock::now();
   int64_t max_new = 0;
   model::SeqKv prompt_kv;
   std::vector<Sample> samples;
@@ -415,7 +416,15 @@ void Engine::Impl::admit() {
       continue;
     }
     if (a == Admission::kWait) break;
-    pop();
+    {
+      std::lock_guard<std::mutex> l(mu);
+      waiting.pop_front();
+      const double waited = std::chrono::duration<double>(Clock::now() - r->submitted).count();
+      for (size_t b = 0; b < EngineStats::kQueueBuckets.size(); ++b)
+        if (waited <= EngineStats::kQueueBuckets[b]) ++st.queue_le[b];
+      st.queue_seconds_sum += waited;
+      ++st.queue_count;
+    }
     committed += need;
     r->committed = need;
     const bool ok = model::kv_reserve(*cache, r->prompt_kv, plen);

@@ -8,6 +8,7 @@
 // (SwapPolicy). Every completion carries the weight version that produced it.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -101,6 +102,14 @@ struct EngineStats {
   int64_t prompt_tokens = 0, generated_tokens = 0;
   int64_t kv_pages_total = 0, kv_pages_free = 0;
   int64_t model_version = 0;
+  // Queue time of admitted requests, from submit() to admission (KV pages reserved, prefill next):
+  // a Prometheus-style histogram (queue_le[i] counts waits <= kQueueBuckets[i] seconds, cumulative),
+  // the sum of the waits and their count. Requests cancelled or failed while waiting are not counted.
+  static constexpr std::array<double, 12> kQueueBuckets = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                           0.25,  0.5,   1.0,  2.5,   5.0,  10.0};
+  std::array<int64_t, 12> queue_le{};
+  double queue_seconds_sum = 0;
+  int64_t queue_count = 0;
 };
 
 class Engine {

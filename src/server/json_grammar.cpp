@@ -83,10 +83,12 @@ struct GrammarBuilder {
                                                 "items",    "enum",       "const",       "anyOf",
                                                 "$ref",     "$defs",      "definitions", "minItems",
                                                 "maxItems", "title",      "description", "default",
-                                                "examples", "$schema",    "$id",         "$comment"};
+                                                "examples", "$schema",    "$id",         "$comment",
+                                                "minimum",  "maximum"};
     for (auto it = s.begin(); it != s.end(); ++it)
       if (!known.count(it.key()))
         bad(at, strcat("the JSON-schema keyword '", it.key(), "' is not supported by constrained decoding"));
+    check_vacuous_bounds(s, at);
     if (auto r = s.find("$ref"); r != s.end()) {
       if (!r->is_string()) bad(at + "/$ref", "must be a string");
       const std::string ref = r->get<std::string>();
@@ -136,6 +138,23 @@ struct GrammarBuilder {
       if (alt) alt->alts.push_back(one);
     }
     return alt ? alt : one;
+  }
+
+  // minimum / maximum are accepted only on integers and only when the 15-digit limit already implies
+  // them (zod's .int() emits the safe-integer bounds +-9007199254740991); others would go unenforced.
+  void check_vacuous_bounds(const json& s, const std::string& at) const {
+    constexpr double kLargest = 999999999999999.0;  // kMaxDigits nines
+    for (const char* k : {"minimum", "maximum"}) {
+      auto b = s.find(k);
+      if (b == s.end()) continue;
+      const auto t = s.find("type");
+      const bool integer = t != s.end() && t->is_string() && *t == "integer";
+      const bool vacuous =
+          b->is_number() && (k[1] == 'i' ? b->get<double>() <= -kLargest : b->get<double>() >= kLargest);
+      if (!integer || !vacuous)
+        bad(at, strcat("the JSON-schema keyword '", k, "' is not supported by constrained decoding (only on integers, ",
+                       "as a bound the ", kMaxDigits, "-digit limit already implies, e.g. zod's safe-integer bounds)"));
+    }
   }
 
   const GrammarNode* compile_type(const json& s, const std::string& t, const std::string& at) {
@@ -560,6 +579,12 @@ bool GrammarMatcher::accepting() const {
   for (const Stack& s : alts_)
     if (s.empty() || (s.size() == 1 && endable(s.back()))) return true;
   return false;
+}
+
+bool GrammarMatcher::in_string_content() const {
+  return !alts_.empty() && std::all_of(alts_.begin(), alts_.end(), [](const Stack& s) {
+    return !s.empty() && s.back().node->kind == Kind::kString && s.back().st == 1;
+  });
 }
 
 bool GrammarMatcher::finished() const {

@@ -57,6 +57,10 @@ class GrammarMatcher {
   bool accepting() const;
   // Nothing but the end can follow (used to stop offering text tokens).
   bool finished() const;
+  // Every alternative is inside a JSON string's content (not in an escape), so bytes that stay in
+  // the string keep all of them alive and only a closing quote lets the rest of the grammar in
+  // (the token mask's fast path).
+  bool in_string_content() const;
 
   struct Frame {
     const GrammarNode* node;

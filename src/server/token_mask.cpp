@@ -3,11 +3,45 @@
 
 #include <algorithm>
 #include <limits>
+#include <string_view>
 
 #include "core/error.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trinity::server {
+
+namespace {
+
+enum class StringClass { kInvalid, kStay, kExit };
+
+// Bytes fed to a JSON string's content automaton (GrammarMatcher's kString) from its plain state.
+StringClass string_class(const std::string& b) {
+  int st = 1, hex = 0;  // 1 plain, 2 after a backslash, 3 in \uXXXX (hex digits seen)
+  for (const char ch : b) {
+    const auto c = static_cast<uint8_t>(ch);
+    if (st == 1) {
+      if (c == '"') return StringClass::kExit;
+      if (c == '\\')
+        st = 2;
+      else if (c < 0x20)
+        return StringClass::kInvalid;
+    } else if (st == 2) {
+      if (c == 'u')
+        st = 3, hex = 0;
+      else if (std::string_view("\"\\/bfnrt").find(static_cast<char>(c)) != std::string_view::npos)
+        st = 1;
+      else
+        return StringClass::kInvalid;
+    } else {
+      const bool is_hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+      if (!is_hex) return StringClass::kInvalid;
+      if (++hex == 4) st = 1;
+    }
+  }
+  return StringClass::kStay;
+}
+
+}  // namespace
 
 TokenTrie::TokenTrie(const tok::Tokenizer& tok) {
   const int32_t v = static_cast<int32_t>(tok.vocab_size());
@@ -33,6 +67,16 @@ TokenTrie::TokenTrie(const tok::Tokenizer& tok) {
       }
     }
     nodes_[static_cast<size_t>(at)].ids.push_back(id);
+    switch (string_class(b)) {
+      case StringClass::kStay:
+        string_stay_.push_back(id);
+        break;
+      case StringClass::kExit:
+        string_exit_.push_back(id);
+        break;
+      case StringClass::kInvalid:
+        break;
+    }
   }
 }
 
@@ -84,10 +128,23 @@ class GrammarConstraint : public engine::Constraint {
 
 }  // namespace
 
-void allowed_tokens(const TokenTrie& trie, const GrammarMatcher& m, std::vector<uint8_t>& allowed) {
+void allowed_tokens_walk(const TokenTrie& trie, const GrammarMatcher& m, std::vector<uint8_t>& allowed) {
   if (static_cast<int64_t>(allowed.size()) < trie.vocab_size())
     allowed.resize(static_cast<size_t>(trie.vocab_size()), 0);
   walk(trie, 0, m, allowed);
+}
+
+void allowed_tokens(const TokenTrie& trie, const GrammarMatcher& m, std::vector<uint8_t>& allowed) {
+  if (!m.in_string_content()) return allowed_tokens_walk(trie, m, allowed);
+  if (static_cast<int64_t>(allowed.size()) < trie.vocab_size())
+    allowed.resize(static_cast<size_t>(trie.vocab_size()), 0);
+  // Every alternative is in string content: a staying token keeps them all alive, an invalid one
+  // kills them all, and a token with a closing quote depends on what follows the string.
+  for (const int32_t id : trie.string_stay()) allowed[static_cast<size_t>(id)] = 1;
+  for (const int32_t id : trie.string_exit()) {
+    GrammarMatcher c = m;
+    if (c.feed(trie.bytes(id))) allowed[static_cast<size_t>(id)] = 1;
+  }
 }
 
 std::unique_ptr<engine::Constraint> GrammarConstraintFactory::start() const {

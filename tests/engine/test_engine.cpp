@@ -373,6 +373,30 @@ TEST(Engine, StatsTrackRunningAndIdsWithoutText) {
   EXPECT_EQ(e.stats().running, 0) << "a cancelled request leaves the running count";
 }
 
+// Queue time (submit -> admission): a request that must wait for another's KV pages is counted
+// with at least the time it waited; the histogram is cumulative and ends at the count.
+TEST(Engine, QueueTimeStatsCountTheWaitForAdmission) {
+  auto m = make_model(13);
+  model::ModelConfig c = m->config();
+  const int64_t page_bytes = 2 * c.num_hidden_layers * 4 * c.num_key_value_heads * c.head_dim * 4;
+  Engine e(m, 0, nullptr, small_opts(page_bytes * 60));  // room for one 200-token request at a time
+  SamplingParams p;
+  p.max_tokens = 200;
+  p.ignore_eos = true;
+  auto a = e.submit({1, 2}, p);
+  const auto b_submitted = std::chrono::steady_clock::now();
+  auto b = e.submit({3, 4}, p);
+  a.wait();
+  const double a_done = std::chrono::duration<double>(std::chrono::steady_clock::now() - b_submitted).count();
+  b.wait();
+  const EngineStats st = e.stats();
+  EXPECT_EQ(st.queue_count, 2);
+  EXPECT_GE(st.queue_seconds_sum, 0.5 * a_done) << "b waited for a's pages";
+  for (size_t i = 1; i < st.queue_le.size(); ++i) EXPECT_GE(st.queue_le[i], st.queue_le[i - 1]);
+  EXPECT_LE(st.queue_le.back(), st.queue_count);
+  EXPECT_GE(st.queue_le.back(), 1) << "a was admitted at once";
+}
+
 // Every weight format serves the same requests; fp32 (own or packed copy) keeps the trainer's
 // logprobs within 1e-4, bf16 only within its weight precision (documented trade-off).
 TEST(Engine, WeightFormatsAndTheirLogprobPrecision) {

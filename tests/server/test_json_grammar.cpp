@@ -123,6 +123,29 @@ TEST(JsonGrammar, UnsupportedAndStrictErrorsNameTheKeyword) {
   EXPECT_THROW(JsonGrammar::from_schema(R"({"$ref": "http://x/y"})", "p"), ApiError);
 }
 
+// zod's .int() emits the safe-integer bounds; the 15-digit limit already implies them, so they are
+// accepted; a bound that would constrain (or one on a number or string) is refused naming the keyword.
+TEST(JsonGrammar, OnlyImpliedIntegerBoundsAreAccepted) {
+  const std::string zod_int = R"({"type": "object", "properties": {"count": {"type": "integer",
+      "minimum": -9007199254740991, "maximum": 9007199254740991}}, "required": ["count"],
+      "additionalProperties": false})";
+  auto g = JsonGrammar::from_schema(zod_int, "p", true);
+  EXPECT_TRUE(full_match(g, R"({"count": -999999999999999})"));
+  EXPECT_FALSE(prefix_ok(g, R"({"count": 1.5)"));
+  for (const char* bounded :
+       {R"({"type": "integer", "minimum": 0})", R"({"type": "integer", "maximum": 100})",
+        R"({"type": "number", "minimum": -9007199254740991})", R"({"type": "string", "maximum": 9007199254740991})"}) {
+    try {
+      JsonGrammar::from_schema(bounded, "p");
+      ADD_FAILURE() << bounded;
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.param, "p");
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("'minimum'") != std::string::npos || what.find("'maximum'") != std::string::npos) << what;
+    }
+  }
+}
+
 // On the real Qwen3 vocabulary (151k tokens): every allowed token keeps the prefix valid, every
 // rejected one does not, and every valid next byte is the first byte of at least one allowed token.
 TEST(TokenMask, QwenVocabularyMaskIsExact) {
@@ -132,13 +155,31 @@ TEST(TokenMask, QwenVocabularyMaskIsExact) {
   const auto t0 = std::chrono::steady_clock::now();
   TokenTrie trie(tok);
   const auto t1 = std::chrono::steady_clock::now();
-  auto g = JsonGrammar::from_schema(kSchema, "p");
+  auto schema = JsonGrammar::from_schema(kSchema, "p");
+  auto any = JsonGrammar::any_object();
   double worst_ms = 0;
-  for (const char* prefix : {"", "{", R"({"name":)", R"({"name":"ab)", R"({"name":"a","age":1)",
-                             R"({"name":"a","age":1,"ok":true,"extra":)", R"({"name":"\u00)"}) {
+  // Inside string content (the fast path: "ab, a\n, a free-object key or value, a tag in an array)
+  // and elsewhere (the trie walk).
+  const std::vector<std::pair<std::shared_ptr<const JsonGrammar>, const char*>> cases = {
+      {schema, ""},
+      {schema, "{"},
+      {schema, R"({"name":)"},
+      {schema, R"({"name":"ab)"},
+      {schema, R"({"name":")"},
+      {schema, R"({"name":"a\n)"},
+      {schema, R"({"name":"a","age":1)"},
+      {schema, R"({"name":"a","age":1,"ok":true,"extra":)"},
+      {schema, R"({"name":"\u00)"},
+      {schema, R"({"name":"a","age":1,"tags":["x)"},
+      {any, R"({")"},
+      {any, R"({"k":"v)"},
+      {any, R"({"k":["a",{"b":")"}};
+  int fast = 0;
+  for (const auto& [g, prefix] : cases) {
     GrammarMatcher m(g);
     ASSERT_TRUE(m.feed(prefix)) << prefix;
     std::vector<uint8_t> allowed;
+    fast += m.in_string_content();
     const auto a = std::chrono::steady_clock::now();
     allowed_tokens(trie, m, allowed);
     worst_ms =
@@ -161,6 +202,7 @@ TEST(TokenMask, QwenVocabularyMaskIsExact) {
     }
     EXPECT_GT(n_allowed, 0);
   }
+  EXPECT_EQ(fast, 7) << "the string-content cases take the fast path";
   std::printf("trie build %.0f ms, worst mask %.1f ms over %lld tokens\n",
               std::chrono::duration<double, std::milli>(t1 - t0).count(), worst_ms,
               static_cast<long long>(trie.vocab_size()));
