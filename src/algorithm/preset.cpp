@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/suggest.h"
 
 namespace trinity::algo {
 
@@ -91,28 +92,10 @@ std::vector<Preset> build() {
   return v;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> d(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) d[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t prev = d[0];
-    d[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cur = d[j];
-      d[j] = std::min({d[j] + 1, d[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      prev = cur;
-    }
-  }
-  return d[b.size()];
-}
-
 [[noreturn]] void unknown_key(const std::string& key) {
   std::vector<std::string> all = AlgorithmSpec::scalar_keys();
   for (const auto& k : AlgorithmSpec::map_keys()) all.push_back(k);
-  std::string best;
-  size_t best_d = 4;
-  for (const auto& k : all)
-    if (size_t dist = edit_distance(key, k); dist < best_d) best_d = dist, best = k;
+  const std::string best = closest_match(key, all, 3);
   throw ConfigError("algorithm", strcat("unknown key 'algorithm.", key, "'",
                                         best.empty() ? std::string() : strcat(" (did you mean '", best, "'?)"),
                                         "; valid keys are: ", join_names(all)));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/suggest.h"
 
 namespace trinity::config::detail {
 
@@ -269,28 +270,9 @@ std::string tree_location(const Tree& node, const std::string& file) {
   return file;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const auto& c : candidates) {
-    const size_t d = edit_distance(key, c);
-    if (d < best_d) best_d = d, best = c;
-  }
-  const size_t limit = std::max<size_t>(2, key.size() / 3);
-  if (best.empty() || best_d > limit) return "";
-  return "did you mean '" + best + "'?";
+  const std::string best = closest_match(key, candidates);
+  return best.empty() ? "" : "did you mean '" + best + "'?";
 }
 
 }  // namespace trinity::config::detail

@@ -53,8 +53,7 @@ void tree_interpolate(Tree& root, const std::string& file);
 // "<file>:<line>" or "--set k=v" for messages ("<file>" when the line is unknown).
 std::string tree_location(const Tree& node, const std::string& file);
 
-// Levenshtein distance; "did you mean 'x'?" when a candidate is close, else "".
-size_t edit_distance(const std::string& a, const std::string& b);
+// "did you mean 'x'?" when a candidate is close (core/suggest.h closest_match), else "".
 std::string did_you_mean(const std::string& key, const std::vector<std::string>& candidates);
 
 }  // namespace trinity::config::detail

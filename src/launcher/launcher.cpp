@@ -14,6 +14,7 @@
 #include "buffer/dataset.h"
 #include "buffer/storage.h"
 #include "buffer/task_scheduler.h"
+#include "core/console.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
@@ -230,8 +231,11 @@ std::unique_ptr<BatchSource> rl_source(const config::Config& c, buffer::Experien
 
 void print_eval(const std::string& label, const std::map<std::string, double>& m) {
   for (const auto& [k, v] : m)
-    if (k.find("/mean@") != std::string::npos && k.find("time/") == std::string::npos)
-      std::fprintf(stderr, "[%s] %s = %.4f\n", label.c_str(), k.c_str(), v);
+    if (k.find("/mean@") != std::string::npos && k.find("time/") == std::string::npos) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " = %.4f", v);
+      console::Console::err().line(strcat("[", label, "] ", k, buf));
+    }
 }
 
 // A resumed role logs the steps from `from_step` on again: drop what an earlier run logged for them.
