@@ -199,6 +199,7 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
     trainer::CheckpointOptions co;
     co.tokenizer_dir = opt.tokenizer_dir;
     co.max_checkpoints_to_keep = opt.max_checkpoints_to_keep;
+    co.hf_dtype = opt.hf_dtype;
     res.last_checkpoint = trainer::save_trainer_checkpoint(opt.job_dir, s, tr, extra.dump(), co);
     src.committed();
     saved = s;
