@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/names.h"
 
 namespace trinity::cli {
 
@@ -42,9 +43,14 @@ Args::Args(const std::string& command, const std::vector<std::string>& argv,
     }
     const bool is_switch = std::find(spec.begin(), spec.end(), name + "!") != spec.end();
     const bool is_valued = std::find(spec.begin(), spec.end(), name) != spec.end();
-    if (!is_switch && !is_valued)
-      throw ConfigError("cli", strcat("trinity ", command_, ": unknown flag '--", name,
-                                      "'; valid flags: ", list(spec)));
+    if (!is_switch && !is_valued) {
+      std::vector<std::string> names;
+      for (const auto& f : spec) names.push_back(f.back() == '!' ? f.substr(0, f.size() - 1) : f);
+      const std::string near = closest_name(name, names);
+      throw ConfigError("cli", strcat("trinity ", command_, ": unknown flag '--", name, "'",
+                                      near.empty() ? std::string() : strcat(" (did you mean --", near, "?)"),
+                                      "; valid flags: ", list(spec)));
+    }
     if (is_switch) {
       values_[name] = has_value ? value : "1";
       continue;

@@ -1,6 +1,6 @@
 // Command-line flags for trinity subcommands: "--name value", "--name=value" and boolean
 // "--flag". Each command declares its flags; unknown or missing flags are ConfigErrors that name
-// the flag and list the valid ones.
+// the flag and list the valid ones (an unknown flag close to a valid one: "did you mean --config?").
 #pragma once
 
 #include <cstdint>

@@ -2,8 +2,8 @@
 // [--no-color] [--set ...]`: runs the workflow of one task exactly as the explorer would (the launcher's
 // rollout model, an explorer::EngineClient per attempt, the runner pool's repeat / timeout logic with
 // no retries) and prints the task row, then per experience the conversation with the model-generated
-// tokens (action_mask = 1) highlighted — green on a terminal, [[...]] otherwise — reward, metrics, a
-// logprob summary and the finish / truncate status. --output writes DIR/experiences.jsonl
+// tokens (action_mask = 1) highlighted — green on a terminal without NO_COLOR, [[...]] otherwise —
+// reward, metrics, a logprob summary and the finish / truncate status. --output writes DIR/experiences.jsonl
 // (buffer::experience_to_json). A failing workflow is an error naming the task and the reason (exit 1).
 // With `stages:`, the last stage that has the chosen kind of taskset is used; its model is the previous
 // stage's final checkpoint when stage_meta.json records one (as `trinity run` chains stages).
@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/stage_util.h"
 #include "config/config.h"
+#include "core/console.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/timer.h"
@@ -170,7 +171,7 @@ int cmd_debug_workflow(const Argv& argv) {
                                               tsc->name, "' (", res.attempts, " attempt, ", format_seconds(res.seconds),
                                               "): ", res.error));
 
-  const bool color = !a.flag("no-color") && isatty(STDOUT_FILENO);
+  const bool color = !a.flag("no-color") && console::use_color(STDOUT_FILENO);  // NO_COLOR, TERM=dumb: none
   const tok::Tokenizer& tok = rm->chat->tokenizer();
   double reward_sum = 0;
   int64_t rewarded = 0;

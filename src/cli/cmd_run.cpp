@@ -1,7 +1,8 @@
 // `trinity run --config X [--set key=value ...]`: loads the config and runs every stage
 // (src/launcher). SIGINT / SIGTERM ask for a clean stop (the trainer saves a resumable checkpoint,
-// the explorer drops unfinished steps); a second signal exits at once. Ends with a summary: eval
-// reward before and after, time, where the checkpoint and the logs are.
+// the explorer drops unfinished steps); a second signal exits at once. Ends with a summary on stdout
+// (logs, progress and warnings stay on stderr, so `trinity run ... > summary.txt` keeps just it):
+// eval reward before and after, time, where the checkpoint and the logs are.
 #include <cstdio>
 
 #include "cli/args.h"
@@ -24,31 +25,33 @@ std::string main_metric(const std::map<std::string, double>& m) {
 }
 
 void print_summary(const std::vector<launcher::StageSummary>& stages) {
-  std::fprintf(stderr, "\n==== trinity run summary ====\n");
+  std::FILE* out = stdout;
+  std::fprintf(out, "\n==== trinity run summary ====\n");
   for (const auto& s : stages) {
-    std::fprintf(stderr, "stage %s (%s): %lld train steps, %lld explore steps, %.1f s%s\n", s.name.c_str(),
-                 s.mode.c_str(), static_cast<long long>(s.train_steps), static_cast<long long>(s.explore_steps),
-                 s.seconds, s.stopped ? " (stopped; run again to resume)" : "");
+    std::fprintf(out, "stage %s (%s): %lld train steps, %lld explore steps, %.1f s%s\n", s.name.c_str(), s.mode.c_str(),
+                 static_cast<long long>(s.train_steps), static_cast<long long>(s.explore_steps), s.seconds,
+                 s.stopped ? " (stopped; run again to resume)" : "");
     if (!s.evals.empty()) {
       const std::string k = main_metric(s.evals.front().second);
       if (!k.empty()) {
-        std::fprintf(stderr, "  %s:", k.c_str());
+        std::fprintf(out, "  %s:", k.c_str());
         for (const auto& [v, m] : s.evals) {
           auto it = m.find(k);
-          if (it != m.end()) std::fprintf(stderr, " %.3f (v%lld)", it->second, static_cast<long long>(v));
+          if (it != m.end()) std::fprintf(out, " %.3f (v%lld)", it->second, static_cast<long long>(v));
         }
-        std::fprintf(stderr, "\n");
+        std::fprintf(out, "\n");
         const auto& first = s.evals.front().second;
         const auto& last = s.evals.back().second;
         if (s.evals.size() > 1 && first.count(k) && last.count(k))
-          std::fprintf(stderr, "  eval reward %.3f -> %.3f (%+.3f)\n", first.at(k), last.at(k), last.at(k) - first.at(k));
+          std::fprintf(out, "  eval reward %.3f -> %.3f (%+.3f)\n", first.at(k), last.at(k), last.at(k) - first.at(k));
       }
     }
-    if (!s.last_checkpoint.empty()) std::fprintf(stderr, "  checkpoint: %s\n", s.last_checkpoint.c_str());
+    if (!s.last_checkpoint.empty()) std::fprintf(out, "  checkpoint: %s\n", s.last_checkpoint.c_str());
     if (&s == &stages.back() && !s.last_checkpoint.empty())
-      std::fprintf(stderr, "  chat with it: trinity serve --model %s\n", s.last_checkpoint.c_str());
-    std::fprintf(stderr, "  metrics:    %s\n", file::join(s.job_dir, "monitor/metrics.jsonl").c_str());
+      std::fprintf(out, "  chat with it: trinity serve --model %s\n", s.last_checkpoint.c_str());
+    std::fprintf(out, "  metrics:    %s\n", file::join(s.job_dir, "monitor/metrics.jsonl").c_str());
   }
+  std::fflush(out);
 }
 
 }  // namespace

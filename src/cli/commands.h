@@ -24,5 +24,6 @@ int cmd_config_check(const Argv& args);
 int cmd_run(const Argv& args);
 int cmd_bench(const Argv& args);
 int cmd_debug_workflow(const Argv& args);
+int cmd_version(const Argv& args);
 
 }  // namespace trinity::cli

@@ -10,6 +10,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/names.h"
 
 namespace {
 
@@ -30,16 +31,17 @@ const Command kCommands[] = {
     {"config check", trinity::cli::cmd_config_check, "validate a config; print it fully resolved and its warnings"},
     {"demo", trinity::cli::cmd_demo, "train a small model on a pattern, then generate from it"},
     {"init-model", trinity::cli::cmd_init_model, "write a random-init HF checkpoint"},
-    {"make-data", trinity::cli::cmd_make_data, "write a synthetic data set (arithmetic: train/eval/sft JSONL; frozen_lake: train/eval maps)"},
+    {"make-data", trinity::cli::cmd_make_data,
+     "write a synthetic data set (arithmetic: train/eval/sft JSONL; frozen_lake: train/eval maps)"},
     {"serve", trinity::cli::cmd_serve, "OpenAI-compatible HTTP server over the generation engine"},
     {"tokenize", trinity::cli::cmd_tokenize, "tokenize JSONL text / chat messages with a HF tokenizer dir"},
-    {"debug logprobs", trinity::cli::cmd_debug_logprobs,
-     "per-token logprobs and entropy of token sequences"},
+    {"debug logprobs", trinity::cli::cmd_debug_logprobs, "per-token logprobs and entropy of token sequences"},
     {"debug workflow", trinity::cli::cmd_debug_workflow,
      "run one task's workflow once; print conversation, reward, logprobs"},
     {"debug grad", trinity::cli::cmd_debug_grad, "gradient of -sum(logprobs) for every parameter"},
     {"debug loss", trinity::cli::cmd_debug_loss,
      "run an algorithm on one batch: loss, advantages, dloss/dlogprob, metrics"},
+    {"version", trinity::cli::cmd_version, "version, git commit, build flags, BLAS library (also --version)"},
 };
 
 void usage(FILE* f) {
@@ -51,6 +53,7 @@ void usage(FILE* f) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "--version" || args[0] == "-V")) args[0] = "version";
   if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
     usage(args.empty() ? stderr : stdout);
     return args.empty() ? 2 : 0;
@@ -81,7 +84,14 @@ int main(int argc, char** argv) {
     }
   }
   if (!found) {
-    std::fprintf(stderr, "trinity: unknown command '%s'\n", args[0].c_str());
+    std::vector<std::string> names;
+    for (const auto& c : kCommands) {
+      const std::string name = c.name;
+      names.push_back(name.substr(0, name.find(' ')));
+    }
+    const std::string near = trinity::closest_name(args[0], names);
+    std::fprintf(stderr, "trinity: unknown command '%s'%s\n", args[0].c_str(),
+                 near.empty() ? "" : (" (did you mean '" + near + "'?)").c_str());
     usage(stderr);
     return 2;
   }

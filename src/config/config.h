@@ -132,6 +132,8 @@ struct TrainerConfig {
   std::optional<int64_t> total_steps;
   double grad_clip = 1.0;
   std::string save_hf_checkpoint = "last";  // always | never | last
+  std::string save_hf_dtype = "auto";       // trinity extension: auto (the base model's) | float32 |
+                                            // bfloat16 | float16, dtype of global_step_N/huggingface
   std::optional<int64_t> max_checkpoints_to_keep;
   bool enable_preview = true;
   bool use_dynamic_bsz = true;

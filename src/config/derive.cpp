@@ -284,6 +284,7 @@ void derive_sync_trainer(Ctx& c, const Tree& root, Parsed& p) {
   if (t.total_steps) positive(c, root, "trainer.total_steps", static_cast<double>(*t.total_steps));
   positive(c, root, "trainer.grad_clip", t.grad_clip, true);
   check_choice(c, root, "trainer.save_hf_checkpoint", t.save_hf_checkpoint, {"always", "never", "last"});
+  check_choice(c, root, "trainer.save_hf_dtype", t.save_hf_dtype, {"auto", "float32", "bfloat16", "float16"});
   if (t.max_checkpoints_to_keep)
     positive(c, root, "trainer.max_checkpoints_to_keep", static_cast<double>(*t.max_checkpoints_to_keep));
   // Trinity's auto value is 2 x max_model_len; trinity packs at least 4096 tokens per micro-batch, because

@@ -350,6 +350,7 @@ std::string to_yaml(const Config& c) {
   kv(e, "total_steps", t.total_steps);
   kv(e, "grad_clip", t.grad_clip);
   kv(e, "save_hf_checkpoint", t.save_hf_checkpoint);
+  kv(e, "save_hf_dtype", t.save_hf_dtype);
   kv(e, "max_checkpoints_to_keep", t.max_checkpoints_to_keep);
   kv(e, "enable_preview", t.enable_preview);
   kv(e, "use_dynamic_bsz", t.use_dynamic_bsz);

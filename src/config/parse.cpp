@@ -224,6 +224,7 @@ void parse_trainer(Ctx& c, const Tree* t, Parsed& p) {
   s.opt("total_steps", r.total_steps);
   s.f64("grad_clip", r.grad_clip);
   s.str("save_hf_checkpoint", r.save_hf_checkpoint);
+  s.str("save_hf_dtype", r.save_hf_dtype);
   s.opt("max_checkpoints_to_keep", r.max_checkpoints_to_keep);
   s.boolean("enable_preview", r.enable_preview);
   s.boolean("use_dynamic_bsz", r.use_dynamic_bsz);

@@ -14,6 +14,7 @@
 #include "buffer/dataset.h"
 #include "buffer/storage.h"
 #include "buffer/task_scheduler.h"
+#include "core/console.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
@@ -22,6 +23,7 @@
 #include "engine/engine.h"
 #include "explorer/explorer.h"
 #include "launcher/train_loop.h"
+#include "model/checkpoint_dtype.h"
 #include "model/transformer.h"
 #include "monitor/monitor.h"
 #include "sync/synchronizer.h"
@@ -230,8 +232,11 @@ std::unique_ptr<BatchSource> rl_source(const config::Config& c, buffer::Experien
 
 void print_eval(const std::string& label, const std::map<std::string, double>& m) {
   for (const auto& [k, v] : m)
-    if (k.find("/mean@") != std::string::npos && k.find("time/") == std::string::npos)
-      std::fprintf(stderr, "[%s] %s = %.4f\n", label.c_str(), k.c_str(), v);
+    if (k.find("/mean@") != std::string::npos && k.find("time/") == std::string::npos) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " = %.4f", v);
+      console::Console::err().line(strcat("[", label, "] ", k, buf));
+    }
 }
 
 // A resumed role logs the steps from `from_step` on again: drop what an earlier run logged for them.
@@ -247,6 +252,16 @@ struct TrainerSide {
   int64_t start_step = 0;
   std::string source_state;  // from the checkpoint
 };
+
+// trainer.save_hf_dtype: "auto" is the base model's stored dtype (a bf16 model is exported bf16).
+tensor::DType hf_export_dtype(const config::Config& c) {
+  tensor::DType d = tensor::DType::kF32;
+  if (c.trainer.save_hf_dtype == "auto") return model::stored_dtype(c.model.model_path);
+  if (!model::dtype_from_torch_name(c.trainer.save_hf_dtype, &d))
+    throw ConfigError("launcher", strcat("trainer.save_hf_dtype '", c.trainer.save_hf_dtype,
+                                         "': expected auto, float32, bfloat16 or float16"));
+  return d;
+}
 
 TrainerSide make_trainer(const config::Config& c, int64_t total_steps) {
   TrainerSide t;
@@ -271,6 +286,7 @@ TrainLoopOptions loop_options(const config::Config& c) {
   lo.save_interval = c.trainer.save_interval;
   lo.sync_interval = c.synchronizer.sync_interval;
   lo.max_checkpoints_to_keep = c.trainer.max_checkpoints_to_keep.value_or(0);
+  lo.hf_dtype = hf_export_dtype(c);
   return lo;
 }
 
@@ -313,7 +329,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
     const int64_t v = sync->latest_version();
     if (c.continue_from_checkpoint && v > 0) {
       w0 = std::make_shared<const model::Transformer>(
-          model::Transformer::load(file::join(c.job_dir(), strcat("global_step_", v, "/huggingface"))));
+          model::Transformer::load(model::exact_weights_dir(file::join(c.job_dir(), strcat("global_step_", v)))));
       v0 = v;
     } else {
       w0 = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/console.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -198,6 +199,7 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
     trainer::CheckpointOptions co;
     co.tokenizer_dir = opt.tokenizer_dir;
     co.max_checkpoints_to_keep = opt.max_checkpoints_to_keep;
+    co.hf_dtype = opt.hf_dtype;
     res.last_checkpoint = trainer::save_trainer_checkpoint(opt.job_dir, s, tr, extra.dump(), co);
     src.committed();
     saved = s;
@@ -261,13 +263,11 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
     if (mon) mon->log(m, step);
     const int64_t every = total > 0 ? std::max<int64_t>(1, total / 20) : 1;
     if (step % every == 0 || step == total || step - start_step <= 2)
-      std::fprintf(stderr, "%s\n",
-                 monitor::summary_line("trainer", step, m,
-                                       {"reward=critic/score/mean", "actor/pg_loss", "actor/kl_loss",
-                                        "actor/sft_loss", "actor/dpo_loss", "actor/grad_norm",
-                                        "response_length/mean"},
-                                       t.seconds())
-                     .c_str());
+      console::Console::err().line(
+          monitor::summary_line("trainer", step, m,
+                                {"reward=critic/score/mean", "actor/pg_loss", "actor/kl_loss", "actor/sft_loss",
+                                 "actor/dpo_loss", "actor/grad_norm", "response_length/mean"},
+                                t.seconds()));
     if (bar) bar->update(step);
   }
   if (step > saved) save(step);

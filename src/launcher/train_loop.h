@@ -51,6 +51,7 @@ struct TrainLoopOptions {
   int64_t save_interval = 0;      // 0: only the final save
   int64_t sync_interval = 1;      // publish weights every this many steps (sync != null)
   int64_t max_checkpoints_to_keep = 0;
+  tensor::DType hf_dtype = tensor::DType::kF32;  // of global_step_N/huggingface (CheckpointOptions)
   bool progress = true;
   int64_t max_staleness = -1;     // staleness_control (< 0: off)
   // RL from an explorer: the largest lag (step - 1 - model_version) the sync schedule produces,

@@ -2,8 +2,6 @@
 // rewards like 0.41 both read naturally.
 #include "monitor/progress.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cinttypes>
 #include <cmath>
@@ -16,11 +14,6 @@ std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), f, v);
   return buf;
-}
-
-void write_stderr(std::string_view s) {
-  std::fwrite(s.data(), 1, s.size(), stderr);
-  std::fflush(stderr);
 }
 
 }  // namespace
@@ -37,14 +30,26 @@ std::string format_duration(double seconds) {
 }
 
 ProgressBar::ProgressBar(std::string label, int64_t total, ProgressOptions opts)
-    : ProgressBar(std::move(label), total, isatty(STDERR_FILENO) != 0, write_stderr, std::move(opts)) {}
+    : ProgressBar(std::move(label), total, console::Console::err(), std::move(opts)) {}
+
+ProgressBar::ProgressBar(std::string label, int64_t total, console::Console& console, ProgressOptions opts)
+    : console_(&console), label_(std::move(label)), total_(total), tty_(console.terminal()), opts_(std::move(opts)) {
+  if (tty_) status_id_ = console_->open_status();
+}
 
 ProgressBar::ProgressBar(std::string label, int64_t total, bool tty, Sink sink, ProgressOptions opts)
-    : label_(std::move(label)), total_(total), tty_(tty), sink_(std::move(sink)), opts_(std::move(opts)) {}
+    : own_console_(std::make_unique<console::Console>(tty, false, std::move(sink))),
+      console_(own_console_.get()),
+      label_(std::move(label)),
+      total_(total),
+      tty_(tty),
+      opts_(std::move(opts)) {
+  if (tty_) status_id_ = console_->open_status();
+}
 
 ProgressBar::~ProgressBar() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (tty_ && drawn_ && !finished_) sink_("\n");
+  if (tty_ && !finished_) console_->close_status(status_id_, true);
 }
 
 std::string ProgressBar::render(int64_t done, double elapsed_s) const {
@@ -88,7 +93,7 @@ void ProgressBar::finish() {
   std::lock_guard<std::mutex> lock(mu_);
   if (finished_) return;
   emit_locked(done_, t, true);
-  if (tty_) sink_("\n");
+  if (tty_) console_->close_status(status_id_, true);
   finished_ = true;
 }
 
@@ -96,12 +101,7 @@ void ProgressBar::emit_locked(int64_t done, double elapsed_s, bool force) {
   const bool complete = total_ > 0 && done >= total_;
   if (tty_) {
     if (!force && !complete && elapsed_s - last_emit_s_ < opts_.tty_min_interval) return;
-    std::string line = render(done, elapsed_s);
-    const size_t len = line.size();
-    if (len < last_len_) line += std::string(last_len_ - len, ' ');  // wipe a longer previous draw
-    line.insert(0, 1, '\r');
-    sink_(line);
-    last_len_ = len;
+    console_->set_status(status_id_, render(done, elapsed_s));
   } else {
     const int64_t bucket =
         total_ > 0 && opts_.pct_every > 0
@@ -112,7 +112,7 @@ void ProgressBar::emit_locked(int64_t done, double elapsed_s, bool force) {
     const bool timed = elapsed_s - last_emit_s_ >= opts_.seconds_every;
     if (!force && !new_bucket && !timed) return;
     if (force && drawn_ && done == last_printed_done_) return;  // final line already printed
-    sink_(render(done, elapsed_s).append("\n"));
+    console_->line(render(done, elapsed_s));
     last_bucket_ = std::max(last_bucket_, bucket);
     last_printed_done_ = done;
   }

@@ -1,6 +1,8 @@
 // Console progress: a ProgressBar ("explore  12/40 [###.......] 30% 1.2 step/s ETA 00:23") that
-// redraws in place with '\r' on a TTY and otherwise prints one plain line each time progress
-// crosses another `pct_every` (5 %) or `seconds_every` (10 s) passes, so CI logs stay readable;
+// on a terminal is a status line of a console::Console (redrawn in place; log lines printed while
+// it shows clear it first and redraw it after, several bars share the line) and otherwise prints
+// one plain line each time progress crosses another `pct_every` (5 %) or `seconds_every` (10 s)
+// passes, so CI logs stay readable;
 // and summary_line(), the one-line per-step summary
 // ("[trainer] step 3 | pg_loss -0.012 | reward 0.41 | grad_norm 0.9 | 1.3 s").
 #pragma once
@@ -8,11 +10,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/console.h"
 #include "core/timer.h"
 
 namespace trinity::monitor {
@@ -28,11 +32,13 @@ struct ProgressOptions {
 class ProgressBar {
  public:
   using Sink = std::function<void(std::string_view)>;
-  // Writes to stderr; TTY mode when stderr is a terminal.
+  // Writes to console::Console::err() (stderr); TTY mode when stderr is a terminal.
   ProgressBar(std::string label, int64_t total, ProgressOptions opts = {});
-  // Writes to `sink` in the given mode (tests, or another stream).
+  // Writes to `console` (which must outlive the bar); TTY mode when it is a terminal.
+  ProgressBar(std::string label, int64_t total, console::Console& console, ProgressOptions opts = {});
+  // Writes to `sink` through a console of its own in the given mode (tests).
   ProgressBar(std::string label, int64_t total, bool tty, Sink sink, ProgressOptions opts = {});
-  ~ProgressBar();  // finishes the line on a TTY
+  ~ProgressBar();  // on a TTY leaves the last draw on screen as a line
 
   void update(int64_t done);  // absolute progress; thread-safe
   void advance(int64_t n = 1);
@@ -45,10 +51,12 @@ class ProgressBar {
  private:
   void emit_locked(int64_t done, double elapsed_s, bool force);
 
+  std::unique_ptr<console::Console> own_console_;  // the Sink constructor's
+  console::Console* console_;
   std::string label_;
   int64_t total_;
   bool tty_;
-  Sink sink_;
+  int status_id_ = -1;
   ProgressOptions opts_;
   Timer timer_;
   std::mutex mu_;
@@ -58,7 +66,6 @@ class ProgressBar {
   double last_emit_s_ = -1e300;
   int64_t last_bucket_ = -1;
   int64_t last_printed_done_ = -1;
-  size_t last_len_ = 0;
 };
 
 // "MM:SS", or "H:MM:SS" from one hour on; "--:--" for a negative or non-finite value.

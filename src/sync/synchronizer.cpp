@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
+#include "model/checkpoint_dtype.h"
 
 namespace trinity::sync {
 
@@ -204,7 +205,7 @@ class CheckpointSync : public Synchronizer {
 
  private:
   void load(int64_t v, Weights* out) {
-    const std::string dir = file::join(job_, strcat("global_step_", v, "/huggingface"));
+    const std::string dir = model::exact_weights_dir(file::join(job_, strcat("global_step_", v)));
     out->model = std::make_shared<const model::Transformer>(model::Transformer::load(dir));
     out->version = v;
   }

@@ -82,4 +82,25 @@ const char* blas_core_name() { return openblas_get_corename(); }
 
 void blas_set_threads(int n) { openblas_set_num_threads(n); }
 
+const char* blas_config() {
+  return openblas_get_config();
+}
+
+const char* blas_threading() {
+  switch (openblas_get_parallel()) {
+    case 0:
+      return "sequential";
+    case 1:
+      return "pthreads";
+    case 2:
+      return "OpenMP";
+    default:
+      return "unknown";
+  }
+}
+
+int blas_threads() {
+  return openblas_get_num_threads();
+}
+
 }  // namespace trinity::tensor

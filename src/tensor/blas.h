@@ -17,5 +17,10 @@ void gemm_ref(bool trans_a, bool trans_b, int m, int n, int k, float alpha, cons
 // The OpenBLAS core the library selected ("SkylakeX", "Haswell", ...), for logs and benchmarks.
 const char* blas_core_name();
 void blas_set_threads(int n);
+// OpenBLAS's build string ("OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64"), its
+// threading model ("OpenMP", "pthreads", "sequential") and thread count, for `trinity --version`.
+const char* blas_config();
+const char* blas_threading();
+int blas_threads();
 
 }  // namespace trinity::tensor

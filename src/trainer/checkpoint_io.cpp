@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
+#include "model/checkpoint_dtype.h"
 #include "model/safetensors.h"
 
 namespace trinity::trainer {
@@ -149,13 +150,16 @@ std::string save_trainer_checkpoint(const std::string& job_dir, int64_t step, Po
   write_dir_atomic(job_dir, name, [&](const std::string& dir) {
     model::SaveOptions so;
     so.copy_tokenizer_from = opts.tokenizer_dir;
+    so.dtype = opts.hf_dtype;
     trainer.actor().save(file::join(dir, "huggingface"), so);
+    if (opts.hf_dtype != tensor::DType::kF32) trainer.actor().save(file::join(dir, "actor"));  // exact fp32
+    const std::string fp32_dir = model::exact_weights_dir(dir);
     if (trainer.critic()) {
       // model::save_checkpoint wants an LM head; the value model is written directly (same config.json,
       // parameters under their HF names incl. score.weight / score.bias), loadable with HeadKind::kValue.
       const std::string cdir = file::join(dir, "critic");
       file::make_dirs(cdir);
-      file::write_atomic(file::join(cdir, "config.json"), file::read_all(file::join(dir, "huggingface/config.json")));
+      file::write_atomic(file::join(cdir, "config.json"), file::read_all(file::join(fp32_dir, "config.json")));
       const auto views = trainer.critic()->param_tensors();
       std::vector<model::NamedTensor> named;
       for (size_t i = 0; i < views.size(); ++i) named.push_back({trainer.critic()->param_specs()[i].name, &views[i]});
@@ -216,7 +220,7 @@ std::optional<TrainerCheckpoint> load_trainer_checkpoint(const std::string& job_
   if (has_critic != (trainer.critic() != nullptr))
     throw ValueError("checkpoint", strcat(ck.dir, has_critic ? ": has a critic but the trainer uses none"
                                                              : ": has no critic/ but the trainer needs one"));
-  copy_f32(trainer.actor(), model::Transformer::load(file::join(ck.dir, "huggingface")), "actor");
+  copy_f32(trainer.actor(), model::Transformer::load(model::exact_weights_dir(ck.dir)), "actor");
   if (trainer.critic())
     copy_f32(*trainer.critic(), model::Transformer::load(file::join(ck.dir, "critic"), model::HeadKind::kValue),
              "critic");
@@ -245,7 +249,7 @@ std::string save_sync_weights(const std::string& job_dir, int64_t step, const Po
     });
   }
   file::write_atomic(file::join(job_dir, kLatestState), std::to_string(step));
-  return file::join(dir, "huggingface");
+  return model::exact_weights_dir(dir);
 }
 
 int64_t prune_checkpoints(const std::string& job_dir, int64_t keep) {

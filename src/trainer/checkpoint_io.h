@@ -1,5 +1,8 @@
 // Trainer checkpoints in Trinity's job-directory layout (trinity-rft.md §6.4):
-//   <job>/global_step_<N>/huggingface/          actor as an HF model dir (fp32; tokenizer files copied)
+//   <job>/global_step_<N>/huggingface/          actor as an HF model dir in CheckpointOptions::hf_dtype
+//                                               (tokenizer files copied)
+//   <job>/global_step_<N>/actor/                the actor's exact fp32 weights (HF dir), only when
+//                                               hf_dtype is not F32 (model/checkpoint_dtype.h)
 //   <job>/global_step_<N>/critic/               value model (PPO with a critic)
 //   <job>/global_step_<N>/optimizer.safetensors actor.exp_avg / actor.exp_avg_sq (+ critic.*)
 //   <job>/global_step_<N>/trainer_state.json    step, optimizer steps, schedules, KL coefficients,
@@ -23,6 +26,9 @@ namespace trinity::trainer {
 
 struct CheckpointOptions {
   std::string tokenizer_dir;            // copy tokenizer/generation files from here ("" = none)
+  // dtype of huggingface/ (rounded to nearest even from the fp32 weights); not F32: the fp32
+  // weights also go to actor/, so a resume stays bitwise. Optimizer moments and critic: always F32.
+  tensor::DType hf_dtype = tensor::DType::kF32;
   int64_t max_checkpoints_to_keep = 0;  // > 0: keep only the newest N full checkpoints
 };
 
@@ -45,8 +51,8 @@ std::string save_trainer_checkpoint(const std::string& job_dir, int64_t step, Po
 std::optional<TrainerCheckpoint> load_trainer_checkpoint(const std::string& job_dir, PolicyTrainer& trainer);
 
 // Weights only, for checkpoint-sync between explorer and trainer processes: writes
-// global_step_<N>/huggingface/ (no optimizer, no marker) unless a full checkpoint of N exists, and
-// updates latest_state_dict_iteration.txt. Returns the huggingface dir.
+// global_step_<N>/huggingface/ (fp32, no optimizer, no marker) unless a full checkpoint of N exists,
+// and updates latest_state_dict_iteration.txt. Returns model::exact_weights_dir of the step.
 std::string save_sync_weights(const std::string& job_dir, int64_t step, const PolicyTrainer& trainer,
                               const std::string& tokenizer_dir = "");
 

@@ -203,3 +203,56 @@ TEST_F(CliInputs, HelpOnSubcommandsAndGroups) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("--no-color"), std::string::npos) << r.out;
 }
+
+// --- CLI: an unknown flag or command names the nearest valid one ---
+
+TEST_F(CliInputs, UnknownFlagSuggestsTheNearestOne) {
+  Result r = run("run --confg " + dir_ + "/x.yaml");
+  expect_one_error_line(r, "unknown flag '--confg' (did you mean --config?); valid flags: --config, --set");
+  r = run("debug workflow --no-colour");
+  expect_one_error_line(r, "(did you mean --no-color?)");
+  r = run("run --zzzzzzzz 1");  // nothing close: no suggestion, just the list
+  expect_one_error_line(r, "unknown flag '--zzzzzzzz'; valid flags: --config, --set");
+  r = run("rnu --config x.yaml");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("trinity: unknown command 'rnu' (did you mean 'run'?)"), std::string::npos) << r.err;
+}
+
+// --- CLI: trinity --version / trinity version ---
+
+namespace {
+std::string shell_out(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+}  // namespace
+
+TEST_F(CliInputs, VersionNamesReleaseCommitBuildAndBlas) {
+  const Result r = run("--version", "TRINITY_THREADS=1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(run("version", "TRINITY_THREADS=1").out, r.out);
+  // The CMake project version and the git commit the binary was built from.
+  const std::string cmake = slurp(std::string(TRINITY_SOURCE_DIR) + "/CMakeLists.txt");
+  const size_t v = cmake.find("VERSION ", cmake.find("project(trinity"));
+  ASSERT_NE(v, std::string::npos);
+  const std::string version = cmake.substr(v + 8, cmake.find_first_of(" )", v + 8) - v - 8);
+  EXPECT_EQ(r.out.rfind("trinity " + version + " (commit ", 0), 0u) << r.out;
+  const std::string head =
+      shell_out(std::string("git -C ") + TRINITY_SOURCE_DIR + " rev-parse --short=12 HEAD 2>/dev/null");
+  if (!head.empty()) {
+    EXPECT_NE(r.out.find("(commit " + head), std::string::npos) << "binary older than HEAD? rebuild. " << r.out;
+  }
+  for (const char* needle : {"\nbuild:      ", ", GNU ", "\nflags:      ", "native=", "\nblas:       OpenBLAS ",
+                             "\nblas core:  ", "\nthreads:    1 "})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << " in:\n" << r.out;
+  const size_t core = r.out.find("blas core:  ") + 12;
+  EXPECT_NE(r.out[core], '(') << "empty OpenBLAS core name: " << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  expect_one_error_line(run("version --verbose"), "unknown flag '--verbose'");
+}

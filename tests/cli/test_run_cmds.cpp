@@ -2,7 +2,8 @@
 // tokenizer) with arithmetic data: the printed task row, one highlighted experience per repeat,
 // experiences.jsonl consistent with the printout, workflow failures as one clear error (exit 1), and
 // bench evaluating the base model plus every checkpoint of a run (also the last stage of a staged
-// config, whose base model is the previous stage's checkpoint). Every subprocess runs under `timeout`.
+// config, whose base model is the previous stage's checkpoint), `trinity run`'s summary on stdout and
+// a bf16 base model's checkpoint exported as bf16. Every subprocess runs under `timeout`.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -226,6 +227,43 @@ TEST_F(RunCmds, BenchOfStagedConfigStartsFromPreviousStage) {
   r = run("debug workflow --config " + dir_ + "/staged.yaml --no-color");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("warmup/global_step_2/huggingface"), std::string::npos) << r.err;
+}
+
+TEST_F(RunCmds, SummaryGoesToStdoutAndABf16ModelIsExportedAsBf16) {
+  Result r =
+      run("init-model --arch qwen2 --hidden 32 --layers 1 --heads 2 --intermediate 64 --max-pos 64 "
+          "--tokenizer bytes --seed 3 --dtype bf16 --out " +
+          dir_ + "/model_bf16");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ofstream(dir_ + "/bf16.yaml") << config_text("bf16_run", "");
+  const std::string set = " --set model.model_path=" + dir_ + "/model_bf16 --set buffer.total_steps=1";
+  r = run("run --config " + dir_ + "/bf16.yaml" + set);
+  ASSERT_EQ(r.code, 0) << r.err;
+  // The summary is the whole of stdout (`trinity run ... > summary.txt`); logs stay on stderr.
+  EXPECT_EQ(r.out.find("\n==== trinity run summary ===="), 0u) << r.out;
+  const std::string ckpt = dir_ + "/ck/run_cmds/bf16_run/global_step_1/huggingface";
+  EXPECT_NE(r.out.find("  checkpoint: " + ckpt), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("trinity run summary"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find(" info "), std::string::npos) << r.out;
+  // trainer.save_hf_dtype: auto -> the bf16 base model's checkpoint is bf16 (header read by hand),
+  // and the exact fp32 weights sit next to it for resume.
+  std::ifstream in(ckpt + "/model.safetensors", std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  std::string h(static_cast<size_t>(n), '\0');
+  in.read(h.data(), static_cast<std::streamsize>(n));
+  const json header = json::parse(h);
+  for (const auto& [name, e] : header.items()) {
+    if (name != "__metadata__") {
+      EXPECT_EQ(e["dtype"], "BF16") << name;
+    }
+  }
+  EXPECT_EQ(json::parse(slurp(ckpt + "/config.json"))["torch_dtype"], "bfloat16");
+  EXPECT_TRUE(fs::exists(dir_ + "/ck/run_cmds/bf16_run/global_step_1/actor/model.safetensors"));
+  // A value outside the choices is a config error naming the key.
+  r = run("config check --config " + dir_ + "/bf16.yaml --set trainer.save_hf_dtype=float64");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("trainer.save_hf_dtype"), std::string::npos) << r.err;
 }
 
 }  // namespace

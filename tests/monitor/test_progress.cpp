@@ -1,9 +1,10 @@
-// ProgressBar output (non-TTY: one plain line per 5 % or 10 s; TTY: '\r' redraws) and the
+// ProgressBar output (non-TTY: one plain line per 5 % or 10 s; TTY: "\r\033[K" redraws) and the
 // per-step summary line.
 #include <gtest/gtest.h>
 
 #include <thread>
 
+#include "common/term_screen.h"
 #include "monitor/progress.h"
 
 using namespace trinity::monitor;
@@ -53,10 +54,25 @@ TEST(Progress, TtyRedrawsInPlace) {
   std::string out;
   ProgressBar bar("explore", 4, true, [&](std::string_view s) { out += s; });
   for (int i = 1; i <= 4; ++i) bar.update_at(i, i * 1.0);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\r'), 4);  // 4 updates, each "\r\033[K" + bar
+  EXPECT_EQ(out.find('\n'), std::string::npos);
   bar.finish();
-  EXPECT_EQ(std::count(out.begin(), out.end(), '\r'), 5);  // 4 updates + final draw
   EXPECT_EQ(out.back(), '\n');
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
+  const auto screen = trinity::test::term_screen(out);  // what the terminal shows: the final draw
+  ASSERT_EQ(screen.size(), 2u) << out;
+  EXPECT_EQ(screen[0].rfind("explore  4/4 [##########] 100%", 0), 0u) << screen[0];
+  EXPECT_EQ(screen[1], "");
+}
+
+TEST(Progress, TtyBarDestroyedUnfinishedKeepsItsLastDraw) {
+  std::string out;
+  {
+    ProgressBar bar("train", 10, true, [&](std::string_view s) { out += s; });
+    bar.update_at(3, 1.0);
+  }
+  EXPECT_EQ(trinity::test::term_screen(out),
+            (std::vector<std::string>{"train  3/10 [###.......] 30% 3.0 step/s ETA 00:02", ""}));
 }
 
 TEST(Progress, ThreadSafeAdvance) {

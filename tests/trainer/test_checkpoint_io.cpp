@@ -1,13 +1,20 @@
 // Trainer checkpoints: save -> load -> next step is bitwise identical to never stopping (actor,
-// critic, optimizer moments, KL coefficient), a failed save leaves no partial directory, pruning keeps
-// the newest N, and sync-only weights carry no .full_checkpoint marker.
+// critic, optimizer moments, KL coefficient), also when the HF export is bf16 (the exact fp32 weights
+// are kept in actor/), a failed save leaves no partial directory, pruning keeps the newest N, and
+// sync-only weights carry no .full_checkpoint marker.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <unistd.h>
 
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "core/file.h"
+#include "model/checkpoint_dtype.h"
+#include "model/safetensors.h"
 #include "trainer/checkpoint_io.h"
 #include "trainer_test_util.h"
 
@@ -73,6 +80,69 @@ TEST(Checkpoint, ResumeIsBitwiseIdentical) {
   PolicyTrainer c = make_trainer();
   c.train_step(ppo_batch(2), 2);
   EXPECT_FALSE(test::same_params(a.actor(), c.actor()));
+  fs::remove_all(job);
+}
+
+// The JSON header of a safetensors file, read by hand (8-byte little-endian length, then JSON).
+nlohmann::json safetensors_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t n = 0;
+  in.read(reinterpret_cast<char*>(&n), 8);
+  std::string h(static_cast<size_t>(n), '\0');
+  in.read(h.data(), static_cast<std::streamsize>(n));
+  return nlohmann::json::parse(h);
+}
+
+TEST(Checkpoint, Bf16ExportIsRoundedFp32AndResumeStaysBitwise) {
+  const std::string job = fresh_dir("bf16");
+  // A bf16 base model is detected as such (the launcher's trainer.save_hf_dtype: auto).
+  model::SaveOptions bf16;
+  bf16.dtype = tensor::DType::kBF16;
+  test::tiny_model().save(job + "/base_bf16", bf16);
+  test::tiny_model().save(job + "/base_f32");
+  EXPECT_EQ(model::stored_dtype(job + "/base_bf16"), tensor::DType::kBF16);
+  EXPECT_EQ(model::stored_dtype(job + "/base_f32"), tensor::DType::kF32);
+
+  PolicyTrainer a = make_trainer();
+  a.train_step(ppo_batch(1), 1);
+  CheckpointOptions o;
+  o.hf_dtype = tensor::DType::kBF16;
+  const std::string dir = save_trainer_checkpoint(job, 1, a, "{}", o);
+  const std::string hf = dir + "/huggingface";
+  const nlohmann::json header = safetensors_header(hf + "/model.safetensors");
+  size_t tensors = 0;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") continue;
+    ++tensors;
+    EXPECT_EQ(entry["dtype"], "BF16") << name;
+  }
+  EXPECT_EQ(tensors, a.actor().param_specs().size());
+  EXPECT_EQ(nlohmann::json::parse(file::read_all(hf + "/config.json"))["torch_dtype"], "bfloat16");
+  EXPECT_LT(fs::file_size(hf + "/model.safetensors"), fs::file_size(dir + "/actor/model.safetensors") * 6 / 10);
+  // The export reloads as the fp32 weights rounded to nearest even, value by value.
+  const auto ws = model::WeightSource::open_dir(hf);
+  const auto params = a.actor().param_tensors();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const tensor::Tensor& t = ws.get(a.actor().param_specs()[i].name);
+    ASSERT_EQ(t.dtype(), tensor::DType::kBF16);
+    ASSERT_EQ(t.numel(), params[i].numel());
+    const auto* bits = static_cast<const uint16_t*>(t.data());
+    for (int64_t k = 0; k < t.numel(); ++k)
+      ASSERT_EQ(bits[k], tensor::f32_to_bf16(params[i].f32()[k])) << a.actor().param_specs()[i].name << "[" << k << "]";
+  }
+  // Resume reads the exact fp32 weights (actor/), not the rounded export: still bitwise.
+  EXPECT_EQ(model::exact_weights_dir(dir), dir + "/actor");
+  const auto ma = a.train_step(ppo_batch(2), 2);
+  PolicyTrainer b = make_trainer();
+  ASSERT_TRUE(load_trainer_checkpoint(job, b).has_value());
+  const auto mb = b.train_step(ppo_batch(2), 2);
+  EXPECT_TRUE(test::same_params(a.actor(), b.actor()));
+  EXPECT_EQ(ma.at("actor/pg_loss"), mb.at("actor/pg_loss"));
+  // An fp32 export has no actor/ copy.
+  const std::string dir2 = save_trainer_checkpoint(job, 2, a);
+  EXPECT_FALSE(fs::exists(dir2 + "/actor"));
+  EXPECT_EQ(model::exact_weights_dir(dir2), dir2 + "/huggingface");
+  EXPECT_EQ(safetensors_header(dir2 + "/huggingface/model.safetensors")["model.embed_tokens.weight"]["dtype"], "F32");
   fs::remove_all(job);
 }
 
