@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -286,4 +287,24 @@ TEST_F(CliInputs, CheckpointNotMatchingConfigJsonFailsBeforeAllocating) {
   expect_one_error_line(
       run("debug logprobs --model " + dir_ + "/mismatch --input " + dir_ + "/x --output " + dir_ + "/o"),
       "tensor 'model.layers.0.mlp.gate_proj.weight' has shape [64, 32], expected [4194304, 32]");
+}
+
+// --- a temperature below the engine's greedy threshold: the trainer divided the logits by 1e-9, so its
+// logprobs disagreed with the (greedy, T = 1) rollout logprobs: actor/ppo_kl was -5.2 on step 1 ---
+
+TEST_F(CliInputs, TinyTemperatureTrainsAsGreedy) {
+  const std::string ts = write("temp_tasks.jsonl", "{\"prompt\": \"1+1=\"}\n{\"prompt\": \"2+3=\"}\n");
+  const Result r = run("run --config " + config("tiny_temp", ts) +
+                           " --set buffer.batch_size=2 --set 'buffer.explorer_input.taskset.rollout_args={temperature: "
+                           "1.0e-9}'",
+                       "", 120);
+  ASSERT_EQ(r.code, 0) << r.err.substr(0, 3000);
+  EXPECT_NE(r.err.find("rollout_args.temperature: 1e-09 is below 1e-05: sampling is greedy"), std::string::npos)
+      << r.err.substr(0, 3000);
+  const std::string metrics = slurp(dir_ + "/ck/inputs/tiny_temp/monitor/metrics.jsonl");
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(metrics, m, std::regex("\"role\":\"trainer\",\"step\":1,[^\\n]*\"actor/ppo_kl\":([-0-9.e+]+)")))
+      << metrics.substr(0, 2000);
+  EXPECT_LT(std::abs(std::stod(m[1].str())), 1e-3) << "step 1 is on-policy: trainer and rollout logprobs agree";
 }
