@@ -80,7 +80,8 @@ int cmd_serve(const Argv& argv) {
   so.access_log = !a.flag("no-access-log");
   engine::EngineOptions eo;
   const int64_t kv_mb = a.i64("kv-cache-mb", 1024);
-  if (kv_mb < 1) throw ConfigError("cli", strcat("serve: --kv-cache-mb must be >= 1, got ", kv_mb));
+  if (kv_mb < 1 || kv_mb > (int64_t{1} << 40))  // << 20 below must not overflow
+    throw ConfigError("cli", strcat("serve: --kv-cache-mb must be in [1, 2^40], got ", kv_mb));
   eo.kv_cache_bytes = kv_mb << 20;
   eo.max_model_len = a.i64("max-model-len", 0);
   if (eo.max_model_len < 0)

@@ -22,6 +22,14 @@ namespace detail {
 struct Source;  // the resolved YAML tree a Config was read from (for stages / re-derivation)
 }
 
+// Bounds `config check` enforces on values that would otherwise exhaust memory, threads or time
+// (docs/config.md, "Limits"). kGreedyTemperature is the engine's (engine/sampling.h, vLLM's threshold):
+// a temperature in (0, 1e-5) samples greedily, which the loader warns about.
+inline constexpr double kGreedyTemperature = 1e-5;
+inline constexpr int64_t kMaxModelLen = int64_t{1} << 24;  // tokens of context (max_model_len and its parts)
+inline constexpr int64_t kMaxRepeatTimes = 65536;          // rollouts per task (repeat_times, rollout_args.n)
+inline constexpr int64_t kMaxRunners = 1024;               // explorer.runner_per_model (threads)
+
 // algorithm.optimizer (typed; also mirrored as scalars into AlgorithmSpec::optimizer).
 struct OptimizerConfig {
   double lr = 1e-6;

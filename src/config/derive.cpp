@@ -4,11 +4,14 @@
 // checks. Differences from Trinity are warnings (nccl -> memory, wandb -> jsonl, engine_num -> 1).
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "algorithm/algorithm.h"
 #include "config/section.h"
 #include "core/error.h"
 #include "core/file.h"
+#include "core/json_limits.h"
 
 namespace trinity::config::detail {
 
@@ -33,6 +36,46 @@ void positive(const Ctx& c, const Tree& root, const std::string& path, double v,
   if (allow_zero ? v < 0 : v <= 0) bad(c, root, path, strcat("must be ", allow_zero ? ">= 0" : "> 0", ", got ", v));
 }
 
+// The model's max_position_embeddings from <dir>/config.json; nullopt when there is no readable one
+// (a hub name, a path on another machine: the loader checks it at run time).
+std::optional<int64_t> model_max_positions(const std::string& dir) {
+  const std::string path = file::join(dir, "config.json");
+  std::error_code ec;
+  if (dir.empty() || !std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  try {
+    const std::string text = file::read_all(path);
+    if (json_depth(text) > kMaxJsonDepth) return std::nullopt;
+    const auto j = nlohmann::json::parse(text);
+    if (!j.is_object() || !j.contains("max_position_embeddings") || !j["max_position_embeddings"].is_number_integer())
+      return std::nullopt;
+    return j["max_position_embeddings"].get<int64_t>();
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// A context length (`key`, value `len`) for the model at `model_dir`: at most kMaxModelLen and at most
+// the model's max_position_embeddings (as vLLM refuses a max_model_len above the model's).
+void check_model_len(const Ctx& c, const Tree& root, const std::string& key, int64_t len, const std::string& model_dir,
+                     const std::string& what = "") {
+  const std::string name = what.empty() ? "" : what + " ";
+  if (len > kMaxModelLen)
+    bad(c, root, key, strcat(name, len, " is above trinity's limit of ", kMaxModelLen, " tokens"));
+  if (const auto mpe = model_max_positions(model_dir); mpe && len > *mpe)
+    bad(c, root, key,
+        strcat(name, len, " exceeds the model's max_position_embeddings ", *mpe, " (",
+               file::join(model_dir, "config.json"), ")"));
+}
+
+// A sampling temperature at `key`: negative is an error; below kGreedyTemperature the engine samples
+// greedily (as at 0) and the trainer computes logprobs at temperature 1, which is said once.
+void check_temperature(Ctx& c, const Tree& root, const std::string& key, double t) {
+  if (!(t >= 0)) bad(c, root, key, strcat("must be >= 0 (0 = greedy), got ", t));
+  if (t > 0 && t < kGreedyTemperature)
+    c.warn(strcat(c.loc(at_or(root, key)), ": ", key, ": ", t, " is below ", kGreedyTemperature,
+                  ": sampling is greedy, as with temperature 0 (logprobs are those at temperature 1)"));
+}
+
 void derive_model(Ctx& c, const Tree& root, Parsed& p) {
   ModelConfig& m = p.cfg.model;
   if (m.model_path.empty() && p.cfg.mode != "serve")
@@ -41,10 +84,18 @@ void derive_model(Ctx& c, const Tree& root, Parsed& p) {
   m.critic_model_path = p.critic_model_path_set ? resolve_path(m.critic_model_path, c.dir, true) : m.model_path;
   auto prompt = p.max_prompt_tokens, response = p.max_response_tokens;
   int64_t len = 0;
+  if (prompt && *prompt > kMaxModelLen)
+    bad(c, root, "model.max_prompt_tokens", strcat(*prompt, " is above trinity's limit of ", kMaxModelLen, " tokens"));
+  if (response && *response > kMaxModelLen)
+    bad(c, root, "model.max_response_tokens",
+        strcat(*response, " is above trinity's limit of ", kMaxModelLen, " tokens"));
   if (p.max_model_len) {
     len = *p.max_model_len;
+    check_model_len(c, root, "model.max_model_len", len, m.model_path);
   } else if (prompt && response) {
     len = *prompt + *response;
+    check_model_len(c, root, "model.max_response_tokens", len, m.model_path,
+                    "max_model_len (max_prompt_tokens + max_response_tokens)");
   } else {
     bad(c, root, "model", "max_model_len is required unless both max_prompt_tokens and max_response_tokens are set");
   }
@@ -80,7 +131,7 @@ void derive_model(Ctx& c, const Tree& root, Parsed& p) {
                   m.max_response_tokens - 1));
     m.min_response_tokens = m.max_response_tokens - 1;
   }
-  positive(c, root, "model.temperature", m.temperature, true);
+  check_temperature(c, root, "model.temperature", m.temperature);
   if (m.top_p <= 0 || m.top_p > 1) bad(c, root, "model.top_p", strcat("must be in (0, 1], got ", m.top_p));
   positive(c, root, "model.repetition_penalty", m.repetition_penalty);
   if (!m.chat_template_path.empty()) {
@@ -124,6 +175,23 @@ std::string storage_path(const std::string& path, const std::string& dir) {
   return resolve_path(path, dir, false);
 }
 
+// A taskset's rollout_args (filled from model.* by fill_taskset) and repeat count at `path`.
+void check_taskset(Ctx& c, const Tree& root, const std::string& path, const buffer::TasksetConfig& t,
+                   const ModelConfig& m) {
+  const auto& ra = t.rollout_args;
+  if (tree_at(root, path + ".rollout_args.temperature"))
+    check_temperature(c, root, path + ".rollout_args.temperature", *ra.temperature);
+  if (ra.max_tokens && (*ra.max_tokens <= 0 || *ra.max_tokens > m.max_model_len))
+    bad(c, root, path + ".rollout_args.max_tokens",
+        strcat("must be in [1, model.max_model_len = ", m.max_model_len, "], got ", *ra.max_tokens));
+  if (ra.top_p && (*ra.top_p <= 0 || *ra.top_p > 1))
+    bad(c, root, path + ".rollout_args.top_p", strcat("must be in (0, 1], got ", *ra.top_p));
+  if (ra.n && (*ra.n <= 0 || *ra.n > kMaxRepeatTimes))
+    bad(c, root, path + ".rollout_args.n", strcat("must be in [1, ", kMaxRepeatTimes, "], got ", *ra.n));
+  if (t.repeat_times <= 0 || t.repeat_times > kMaxRepeatTimes)
+    bad(c, root, path + ".repeat_times", strcat("must be in [1, ", kMaxRepeatTimes, "], got ", t.repeat_times));
+}
+
 void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
   Config& cfg = p.cfg;
   BufferConfig& b = cfg.buffer;
@@ -162,6 +230,7 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
     t.repeat_times = cfg.repeat_times;
     if (t.default_workflow_type.empty()) t.default_workflow_type = ei.default_workflow_type;
     fill_taskset(t, cfg, c.dir);
+    check_taskset(c, root, path, t, cfg.model);
     if (explores && t.default_workflow_type.empty() && t.format.workflow_key.empty())
       bad(c, root, path, "no workflow: set default_workflow_type here or buffer.explorer_input.default_workflow_type");
     unique(t.name, path);
@@ -176,6 +245,7 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
       t.default_workflow_type = !ei.default_eval_workflow_type.empty() ? ei.default_eval_workflow_type
                                                                         : ei.default_workflow_type;
     fill_taskset(t, cfg, c.dir);
+    check_taskset(c, root, path, t, cfg.model);
     if (t.default_workflow_type.empty() && t.format.workflow_key.empty())
       bad(c, root, path, "no workflow: set default_workflow_type here or buffer.explorer_input.default_eval_workflow_type");
     unique(t.name, path);
@@ -208,6 +278,22 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
   }
 }
 
+// What the user set in explorer.rollout_model / auxiliary_models[i] (`path`), after inheritance.
+void check_inference(Ctx& c, const Tree& root, const std::string& path, const InferenceModelConfig& r,
+                     const Sampling& s, const std::string& model_dir) {
+  if (s.max_model_len) {
+    positive(c, root, path + ".max_model_len", static_cast<double>(r.max_model_len));
+    check_model_len(c, root, path + ".max_model_len", r.max_model_len, model_dir);
+  }
+  if (s.temperature) check_temperature(c, root, path + ".temperature", r.temperature);
+  auto tokens = [&](const char* key, bool set, int64_t v) {
+    if (set && (v <= 0 || v > r.max_model_len))
+      bad(c, root, strcat(path, ".", key), strcat("must be in [1, max_model_len = ", r.max_model_len, "], got ", v));
+  };
+  tokens("max_prompt_tokens", s.max_prompt_tokens.has_value(), r.max_prompt_tokens);
+  tokens("max_response_tokens", s.max_response_tokens.has_value(), r.max_response_tokens);
+}
+
 void derive_explorer(Ctx& c, const Tree& root, Parsed& p) {
   Config& cfg = p.cfg;
   ExplorerConfig& e = cfg.explorer;
@@ -221,6 +307,7 @@ void derive_explorer(Ctx& c, const Tree& root, Parsed& p) {
     e.rollout_model.engine_num = 1;
   }
   positive(c, root, "explorer.rollout_model.kv_cache_bytes", static_cast<double>(e.rollout_model.kv_cache_bytes));
+  check_inference(c, root, "explorer.rollout_model", e.rollout_model, p.rollout, cfg.model.model_path);
   for (size_t i = 0; i < e.auxiliary_models.size(); ++i) {
     auto& a = e.auxiliary_models[i];
     const std::string path = strcat("explorer.auxiliary_models[", i, "]");
@@ -233,6 +320,7 @@ void derive_explorer(Ctx& c, const Tree& root, Parsed& p) {
     defaults.max_prompt_tokens = cfg.model.max_prompt_tokens;
     defaults.max_response_tokens = cfg.model.max_response_tokens;
     inherit(a, s, defaults);
+    check_inference(c, root, path, a, s, a.model_path);
     a.enable_openai_api = true;  // as in Trinity
     if (a.engine_num != 1) {
       c.warn(strcat(path, ".engine_num: trinity runs one engine per model"));
@@ -240,6 +328,9 @@ void derive_explorer(Ctx& c, const Tree& root, Parsed& p) {
     }
   }
   positive(c, root, "explorer.runner_per_model", static_cast<double>(e.runner_per_model));
+  if (e.runner_per_model > kMaxRunners)
+    bad(c, root, "explorer.runner_per_model",
+        strcat(e.runner_per_model, " is above trinity's limit of ", kMaxRunners, " (each runner is a thread)"));
   positive(c, root, "explorer.max_timeout", e.max_timeout);
   positive(c, root, "explorer.max_retry_times", static_cast<double>(e.max_retry_times), true);
   positive(c, root, "explorer.eval_interval", static_cast<double>(e.eval_interval));
@@ -302,6 +393,21 @@ void derive_sync_trainer(Ctx& c, const Tree& root, Parsed& p) {
 
 }  // namespace
 
+std::string job_dir_name_problem(const std::string& name) {
+  if (name.empty()) return "must not be empty";
+  if (name.front() == '/') return "must not be an absolute path";
+  if (name.find('\0') != std::string::npos) return "must not contain a NUL byte";
+  size_t start = 0;
+  for (;;) {
+    const size_t slash = name.find('/', start);
+    const std::string part = name.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part.empty() || part == "." || part == "..")
+      return "must be a directory name (or names joined by '/'), none of them empty, '.' or '..'";
+    if (slash == std::string::npos) return "";
+    start = slash + 1;
+  }
+}
+
 void derive(Ctx& c, const Tree& root, Parsed& p) {
   Config& cfg = p.cfg;
   if (cfg.mode == "colocate")
@@ -309,11 +415,22 @@ void derive(Ctx& c, const Tree& root, Parsed& p) {
                                             ": mode: colocate (explorer and trainer sharing one GPU) is not supported "
                                             "by trinity; use mode: both (one process)"));
   check_choice(c, root, "mode", cfg.mode, {"both", "explore", "train", "bench", "serve"});
-  if (cfg.name.empty()) bad(c, root, "name", "must not be empty");
+  for (const auto& [key, v] :
+       {std::pair<const char*, const std::string&>{"project", cfg.project}, {"group", cfg.group}, {"name", cfg.name}}) {
+    if (std::string(key) == "group" && v.empty()) continue;  // no group level
+    if (const std::string why = job_dir_name_problem(v); !why.empty())
+      bad(c, root, key, strcat("'", v, "' ", why, " (the job directory is checkpoint_root_dir/project/group/name)"));
+  }
   cfg.checkpoint_root_dir = std::filesystem::absolute(cfg.checkpoint_root_dir.empty() ? "." : cfg.checkpoint_root_dir)
                                 .lexically_normal()
                                 .string();
   if (cfg.checkpoint_root_dir.size() > 1 && cfg.checkpoint_root_dir.back() == '/') cfg.checkpoint_root_dir.pop_back();
+  {
+    const auto rel =
+        std::filesystem::path(cfg.job_dir()).lexically_normal().lexically_relative(cfg.checkpoint_root_dir);
+    TRINITY_ASSERT(!rel.empty() && *rel.begin() != "..", "job dir ", cfg.job_dir(), " outside ",
+                   cfg.checkpoint_root_dir);
+  }
   // checkpoint_job_dir is always checkpoint_root_dir/project/group/name (as in Trinity, which overwrites
   // it); a config that names another one gets a warning, not a silent surprise.
   if (const Tree* jd = root.find("checkpoint_job_dir"); jd && jd->is_scalar() && !jd->scalar.empty()) {
@@ -327,6 +444,9 @@ void derive(Ctx& c, const Tree& root, Parsed& p) {
     const algo::Algorithm alg(cfg.algorithm);
     cfg.repeat_times = alg.repeat_times();
     cfg.algorithm.repeat_times = cfg.repeat_times;  // canonical: the preset default / dpo's forced 2 made explicit
+    if (cfg.repeat_times > kMaxRepeatTimes)
+      bad(c, root, "algorithm.repeat_times",
+          strcat(cfg.repeat_times, " is above trinity's limit of ", kMaxRepeatTimes, " rollouts per task"));
     cfg.schema_type = alg.schema() == algo::Schema::kSft ? "sft" : alg.schema() == algo::Schema::kDpo ? "dpo" : "experience";
   }
   OptimizerConfig& o = cfg.optimizer;

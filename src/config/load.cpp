@@ -74,11 +74,21 @@ std::vector<Config> expand_stages(const Config& cfg, std::vector<std::string>* w
   const detail::Tree* stages = cfg.source->root.find("stages");
   std::vector<Config> out;
   if (!stages || !stages->is_seq()) return out;
+  // Each stage holds a copy of the config without `stages:`; bounded like one expanded config.
+  const size_t rest = detail::tree_node_count(cfg.source->root) - detail::tree_node_count(*stages);
+  if (stages->seq.size() * rest > detail::kMaxConfigNodes)
+    throw ConfigError("config", strcat(detail::tree_location(*stages, cfg.source->file),
+                                       ": stages: ", stages->seq.size(), " stages of a config of ", rest,
+                                       " values expand to more than ", detail::kMaxConfigNodes, " values"));
   for (size_t i = 0; i < stages->seq.size(); ++i) {
     const detail::Tree& st = stages->seq[i];
-    auto src = std::make_shared<detail::Source>(*cfg.source);
+    auto src = std::make_shared<detail::Source>();
+    src->file = cfg.source->file;
+    src->dir = cfg.source->dir;
     detail::Tree& root = src->root;
-    root.erase("stages");
+    root.kind = detail::Tree::Kind::kMap;
+    for (const auto& [k, v] : cfg.source->root.map)
+      if (k != "stages") root.map.emplace_back(k, v);
     for (const char* sec : {"algorithm", "buffer", "explorer", "trainer", "data_processor"}) {
       const detail::Tree* v = st.find(sec);
       if (v && !v->is_null()) root.get_or_add(sec) = *v;  // replaced wholesale, no deep merge

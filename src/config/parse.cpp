@@ -277,6 +277,9 @@ void parse_stages(Ctx& c, const Tree* t, Parsed& p) {
       }
     s.finish();
     if (st.stage_name.empty()) c.fail(t->seq[i], strcat("stages[", i, "].stage_name is required"));
+    if (const std::string why = job_dir_name_problem(st.stage_name); !why.empty())
+      c.fail(*t->seq[i].find("stage_name"), strcat("stages[", i, "].stage_name: '", st.stage_name, "' ", why,
+                                                   " (a stage runs in <job dir>/<stage_name>)"));
     if (std::find(names.begin(), names.end(), st.stage_name) != names.end())
       c.fail(t->seq[i], strcat("stages[", i, "].stage_name '", st.stage_name, "' is used twice"));
     names.push_back(st.stage_name);

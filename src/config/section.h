@@ -92,6 +92,9 @@ void parse_buffer(Ctx& c, const Tree* t, Parsed& p);  // buffer_parse.cpp
 std::string tree_to_json_text(const Tree& t);
 // derive.cpp: Trinity's "auto" values and cross-field checks.
 void derive(Ctx& c, const Tree& root, Parsed& p);
+// Why `name` cannot be a part of the job directory ("" when it can): '/'-separated parts, none empty,
+// "." or "..", so checkpoint_root_dir/project/group/name never leaves checkpoint_root_dir.
+std::string job_dir_name_problem(const std::string& name);
 // Relative path -> absolute against dir (if `must_exist`, only when it exists there).
 std::string resolve_path(const std::string& path, const std::string& dir, bool must_exist);
 

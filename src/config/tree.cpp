@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "core/names.h"
@@ -14,32 +15,80 @@ namespace trinity::config::detail {
 
 namespace {
 
-Tree convert(const YAML::Node& n) {
-  Tree t;
-  t.line = n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
-  switch (n.Type()) {
-    case YAML::NodeType::Scalar:
-      t.kind = Tree::Kind::kScalar;
-      t.scalar = n.Scalar();
-      t.quoted = n.Tag() == "!";
-      break;
-    case YAML::NodeType::Sequence:
-      t.kind = Tree::Kind::kSeq;
-      for (const auto& c : n) t.seq.push_back(convert(c));
-      break;
-    case YAML::NodeType::Map:
-      t.kind = Tree::Kind::kMap;
-      for (const auto& kv : n) {
-        Tree v = convert(kv.second);
-        if (v.line == 0) v.line = kv.first.Mark().line + 1;  // null values carry no mark
-        t.map.emplace_back(kv.first.as<std::string>(), std::move(v));
+// YAML -> Tree with the limits of tree.h: aliases share one node in yaml-cpp, so copying them out is
+// where a "billion laughs" document blows up; every node converted counts against kMaxConfigNodes and
+// every scalar byte against kMaxConfigBytes. Duplicate keys of a mapping are errors naming both lines.
+class Converter {
+ public:
+  explicit Converter(const std::string& file) : file_(file) {}
+
+  Tree convert(const YAML::Node& n) {
+    Tree t;
+    t.line = n.Mark().line >= 0 ? n.Mark().line + 1 : 0;
+    if (++nodes_ > kMaxConfigNodes)
+      fail(t.line, strcat("the config expands to more than ", kMaxConfigNodes,
+                          " values (YAML aliases of aliases, a 'billion laughs' document?)"));
+    if (path_.size() > kMaxConfigDepth)
+      fail(t.line, strcat("the config nests more than ", kMaxConfigDepth, " levels deep"));
+    switch (n.Type()) {
+      case YAML::NodeType::Scalar:
+        t.kind = Tree::Kind::kScalar;
+        t.scalar = n.Scalar();
+        t.quoted = n.Tag() == "!";
+        bytes_ += t.scalar.size();
+        if (bytes_ > kMaxConfigBytes)
+          fail(t.line, strcat("the config expands to more than ", kMaxConfigBytes >> 20,
+                              " MiB of text (YAML aliases of aliases, a 'billion laughs' document?)"));
+        break;
+      case YAML::NodeType::Sequence:
+        t.kind = Tree::Kind::kSeq;
+        for (const auto& c : n) {
+          path_.push_back(strcat("[", t.seq.size(), "]"));
+          t.seq.push_back(convert(c));
+          path_.pop_back();
+        }
+        break;
+      case YAML::NodeType::Map: {
+        t.kind = Tree::Kind::kMap;
+        std::unordered_map<std::string, int> key_lines;  // key -> line of its first occurrence
+        for (const auto& kv : n) {
+          std::string key = kv.first.as<std::string>();
+          const int key_line = kv.first.Mark().line + 1;
+          path_.push_back("." + key);
+          if (const auto [it, fresh] = key_lines.emplace(key, key_line); !fresh)
+            fail(key_line, strcat("duplicate key '", dotted(), "' (first at line ", it->second, ")"), false);
+          Tree v = convert(kv.second);
+          path_.pop_back();
+          if (v.line == 0) v.line = key_line;  // null values carry no mark
+          t.map.emplace_back(std::move(key), std::move(v));
+        }
+        break;
       }
-      break;
-    default:
-      t.kind = Tree::Kind::kNull;
+      default:
+        t.kind = Tree::Kind::kNull;
+    }
+    return t;
   }
-  return t;
-}
+
+ private:
+  std::string dotted() const {
+    std::string key;
+    for (const auto& p : path_) key += p;
+    if (!key.empty() && key[0] == '.') key.erase(0, 1);
+    return key;
+  }
+
+  // "<file>:<line>: <key>: msg" (the key left out when `with_key` is false or at the root).
+  [[noreturn]] void fail(int line, const std::string& msg, bool with_key = true) const {
+    const std::string key = with_key ? dotted() : "";
+    throw ConfigError("config",
+                      strcat(file_, line > 0 ? strcat(":", line) : "", ": ", key.empty() ? "" : key + ": ", msg));
+  }
+
+  const std::string& file_;
+  size_t nodes_ = 0, bytes_ = 0;
+  std::vector<std::string> path_;  // keys / [indices] from the root to the node being converted
+};
 
 void set_origin(Tree& t, const std::string& origin) {
   t.origin = origin;
@@ -70,9 +119,34 @@ bool parse_index(const std::string& s, size_t& out) {
   return true;
 }
 
+struct Size {
+  size_t nodes = 0, bytes = 0, depth = 0;  // depth: levels of mappings / lists below the node
+};
+
+Size size_of(const Tree& t) {
+  Size s{1, t.scalar.size(), 0};
+  auto add = [&](const Tree& c) {
+    const Size cs = size_of(c);
+    s.nodes += cs.nodes;
+    s.bytes += cs.bytes;
+    s.depth = std::max(s.depth, cs.depth + 1);
+  };
+  for (const auto& [k, v] : t.map) add(v);
+  for (const auto& v : t.seq) add(v);
+  return s;
+}
+
+// Resolves ${...} in place; a resolved target is not resolved again, so the work is linear in what the
+// config expands to, which is held to kMaxConfigNodes values / kMaxConfigBytes of text (`${x0}${x0}`
+// chains and mapping references copied into mappings grow exponentially), and references nest at most
+// kMaxInterpolationDepth deep.
 class Interpolator {
  public:
-  Interpolator(Tree& root, const std::string& file) : root_(root), file_(file) {}
+  Interpolator(Tree& root, const std::string& file) : root_(root), file_(file) {
+    const Size s = size_of(root);
+    nodes_ = s.nodes;
+    bytes_ = s.bytes;
+  }
 
   void visit(Tree& n, const std::string& path) {
     if (n.is_map()) {
@@ -85,35 +159,62 @@ class Interpolator {
   }
 
  private:
+  [[noreturn]] void fail(const Tree& n, const std::string& path, const std::string& msg) const {
+    throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": ", msg));
+  }
+
+  void check_budget(const Tree& n, const std::string& path) const {
+    if (nodes_ > kMaxConfigNodes)
+      fail(n, path,
+           strcat("interpolation expands the config to more than ", kMaxConfigNodes,
+                  " values (references copied into references?)"));
+    if (bytes_ > kMaxConfigBytes)
+      fail(n, path,
+           strcat("interpolation expands the config to more than ", kMaxConfigBytes >> 20,
+                  " MiB of text (references spliced into references?)"));
+  }
+
   void resolve(Tree& n, const std::string& path) {
     if (std::find(stack_.begin(), stack_.end(), path) != stack_.end())
-      throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": interpolation cycle through ",
-                                         stack_.front()));
+      fail(n, path, strcat("interpolation cycle through ", stack_.front()));
+    if (stack_.size() >= kMaxInterpolationDepth)
+      fail(n, path,
+           strcat("interpolation nested more than ", kMaxInterpolationDepth, " references deep (through ",
+                  stack_.front(), ")"));
     stack_.push_back(path);
-    const std::string text = n.scalar;
-    const size_t open = text.find("${");
-    const size_t close = text.find('}', open);
-    if (close == std::string::npos)
-      throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": unterminated '${' in '", text, "'"));
-    const bool whole = open == 0 && close == text.size() - 1;
-    Tree value = evaluate(n, path, text.substr(open + 2, close - open - 2));
-    if (whole) {
-      const int line = n.line;
-      const std::string origin = n.origin;
-      n = std::move(value);
-      n.line = line;
-      n.origin = origin;
-    } else {
+    const std::string original = n.scalar;
+    size_t from = 0;  // spliced values are not interpolated again
+    for (;;) {
+      const std::string text = n.scalar;
+      const size_t open = text.find("${", from);
+      if (open == std::string::npos) break;
+      const size_t close = text.find('}', open);
+      if (close == std::string::npos) fail(n, path, strcat("unterminated '${' in '", original, "'"));
+      const bool whole = open == 0 && close == text.size() - 1;
+      Tree value = evaluate(n, path, text.substr(open + 2, close - open - 2));
+      if (whole) {
+        const Size vs = size_of(value);
+        nodes_ += vs.nodes - 1;
+        bytes_ += vs.bytes;
+        bytes_ -= std::min(bytes_, text.size());
+        check_budget(n, path);
+        if (split_path(path).size() + vs.depth > kMaxConfigDepth)
+          fail(n, path, strcat("interpolation nests the config more than ", kMaxConfigDepth, " levels deep"));
+        const int line = n.line;
+        const std::string origin = n.origin;
+        n = std::move(value);
+        n.line = line;
+        n.origin = origin;
+        break;
+      }
       if (!value.is_scalar() && !value.is_null())
-        throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": '", text,
-                                           "' splices a mapping or list into a string"));
+        fail(n, path, strcat("'", original, "' splices a mapping or list into a string"));
+      bytes_ += value.scalar.size();
+      bytes_ -= std::min(bytes_, close + 1 - open);
+      check_budget(n, path);
       n.scalar = text.substr(0, open) + value.scalar + text.substr(close + 1);
       n.quoted = true;
-      if (n.scalar.find("${") != std::string::npos) {
-        stack_.pop_back();
-        resolve(n, path);  // next interpolation in the same string
-        return;
-      }
+      from = open + value.scalar.size();
     }
     stack_.pop_back();
   }
@@ -163,6 +264,7 @@ class Interpolator {
   Tree& root_;
   const std::string& file_;
   std::vector<std::string> stack_;
+  size_t nodes_ = 0, bytes_ = 0;  // what the tree holds now
 };
 
 }  // namespace
@@ -199,9 +301,14 @@ std::string Tree::short_repr() const {
   }
 }
 
+size_t tree_node_count(const Tree& t) {
+  return size_of(t).nodes;
+}
+
 Tree tree_from_yaml(const std::string& text, const std::string& file) {
   try {
-    return convert(YAML::Load(text));
+    Converter conv(file);
+    return conv.convert(YAML::Load(text));
   } catch (const YAML::Exception& e) {
     throw ConfigError("config", strcat(file, ":", e.mark.line + 1, ": invalid YAML: ", e.msg));
   }

@@ -5,11 +5,20 @@
 // scalars are always strings.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace trinity::config::detail {
+
+// Limits on what a config may expand to. Real configs are a few KB (hundreds of values); a hostile
+// one ("billion laughs": YAML aliases of aliases, `${x0}${x0}` chains) fails within milliseconds with a
+// ConfigError naming the key instead of exhausting memory. Duplicate mapping keys are errors too.
+inline constexpr size_t kMaxConfigNodes = 100'000;           // values (scalars, mappings, lists), aliases expanded
+inline constexpr size_t kMaxConfigBytes = size_t{16} << 20;  // scalar text, aliases and ${...} expanded
+inline constexpr size_t kMaxConfigDepth = 100;               // nesting of mappings / lists
+inline constexpr size_t kMaxInterpolationDepth = 64;         // ${a} -> ${b} -> ... resolved inside one another
 
 struct Tree {
   enum class Kind { kNull, kScalar, kSeq, kMap };
@@ -32,7 +41,11 @@ struct Tree {
   std::string short_repr() const;  // 'text' for scalars, "a mapping" / "a list" / "null"
 };
 
-// Parses YAML text. ConfigError "<file>:<line>: ..." on a syntax error.
+// Values in the tree (1 for a scalar or null).
+size_t tree_node_count(const Tree& t);
+
+// Parses YAML text. ConfigError "<file>:<line>: ..." on a syntax error, a duplicate key ("duplicate key
+// 'a.b' (first at line 7)") or a document over the limits above.
 Tree tree_from_yaml(const std::string& text, const std::string& file);
 
 // "buffer.explorer_input.tasksets[0].path" or "...tasksets.0.path" -> node, or nullptr.
@@ -45,9 +58,9 @@ void tree_set(Tree& root, const std::string& assignment);
 void tree_put(Tree& root, const std::string& dotted, Tree value);
 
 // Resolves ${oc.env:VAR}, ${oc.env:VAR,default} and ${a.b.c} in every string scalar (recursively,
-// with cycle detection). A scalar that is exactly one interpolation takes the referenced value
-// (mapping or scalar, quotedness included); otherwise the text is spliced. `where(node)` formats a
-// location for messages.
+// with cycle detection and the limits above; spliced values are not interpolated again). A scalar that is exactly one
+// interpolation takes the referenced value (mapping or scalar, quotedness included); otherwise the text is spliced.
+// `where(node)` formats a location for messages.
 void tree_interpolate(Tree& root, const std::string& file);
 
 // "<file>:<line>" or "--set k=v" for messages ("<file>" when the line is unknown).

@@ -182,7 +182,13 @@ Engine::Engine(std::shared_ptr<const model::Transformer> model, int64_t version,
   im.eos = eos_;
   im.vocab = cfg_.vocab_size;
   const int64_t pages = model::KvCache::pages_for_bytes(cfg_, opts.kv_cache_bytes, opts.page_size);
-  im.cache = std::make_unique<model::KvCache>(cfg_, pages, opts.page_size);
+  try {
+    im.cache = std::make_unique<model::KvCache>(cfg_, pages, opts.page_size);
+  } catch (const ValueError& e) {  // too large for this machine: say which budget sized it
+    const std::string msg = e.what();
+    throw ValueError("engine", strcat(msg.substr(msg.find("] ") + 2), "; the KV cache budget is ", opts.kv_cache_bytes,
+                                      " bytes (explorer.rollout_model.kv_cache_bytes, --kv-cache-mb for serve)"));
+  }
   im.st.kv_pages_total = im.cache->num_pages();  // /health is true before the first step
   im.st.kv_pages_free = im.cache->free_pages();
   im.seed_counter = std::random_device{}();

@@ -21,6 +21,7 @@
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/engine.h"
+#include "engine/sampling.h"
 #include "explorer/explorer.h"
 #include "launcher/train_loop.h"
 #include "model/checkpoint_dtype.h"
@@ -37,7 +38,16 @@ namespace trinity::launcher {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
+static_assert(config::kGreedyTemperature == engine::kGreedyTemperature, "the loader warns at the engine's threshold");
+
 namespace {
+
+// "error: 3, timeout: 1" from reason class -> count.
+std::string failure_counts(const std::map<std::string, int64_t>& failures) {
+  std::string out;
+  for (const auto& [reason, n] : failures) out += strcat(out.empty() ? "" : ", ", reason, ": ", n);
+  return out;
+}
 
 // Train steps the run will take (for LR schedules and progress): trainer.total_steps, else the
 // explorer's step count (one train step per explore step when train_batch_size is the default).
@@ -71,7 +81,9 @@ trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_s
   o.temperature = c.model.temperature;
   if (!c.buffer.explorer_input.tasksets.empty() && c.buffer.explorer_input.tasksets[0].rollout_args.temperature)
     o.temperature = *c.buffer.explorer_input.tasksets[0].rollout_args.temperature;
-  if (!(o.temperature > 0)) o.temperature = 1.0;  // greedy rollouts report logprobs at T = 1
+  // Greedy rollouts (T below the engine's greedy threshold, 0 included) report logprobs at T = 1; dividing
+  // the logits by a T of 1e-9 would overflow them.
+  if (!(o.temperature >= engine::kGreedyTemperature)) o.temperature = 1.0;
   o.max_response_tokens = c.model.max_response_tokens;
   o.seed = static_cast<uint64_t>(c.explorer.rollout_model.seed);
   o.critic_optim.lr = c.trainer.critic.lr;
@@ -392,6 +404,12 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
     throw Error("explorer", strcat("the trainer process ended abnormally (", es.trainer_error, ") after ", es.steps,
                                    " explore steps; start the trainer again, then this explorer, to resume"));
 
+  // A run in which every task failed trained nothing: an error naming the failures, not a success. A
+  // run where some task succeeded ends normally (the failures are in the log and the metrics).
+  if (with_explorer && !es.stopped && es.tasks_ok == 0 && es.tasks_failed > 0 && tres.steps == 0)
+    throw Error("explorer", strcat("every task failed (", es.tasks_failed, " tasks over ", es.steps, " explore steps; ",
+                                   failure_counts(es.failures), "): no experience was written and no step trained; ",
+                                   "the warnings above give each task's error"));
   s.explore_steps = es.steps;
   s.train_steps = tres.steps;
   s.stopped = es.stopped || tres.stopped;

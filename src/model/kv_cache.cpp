@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/memory.h"
 
 namespace trinity::model {
 
@@ -13,7 +14,18 @@ KvCache::KvCache(const ModelConfig& cfg, int64_t num_pages, int64_t page_size)
       page_size_(page_size),
       kv_dim_(cfg.num_key_value_heads * cfg.head_dim) {
   TRINITY_ASSERT(num_pages > 0 && page_size > 0, "empty KV cache");
-  const size_t n = static_cast<size_t>(layers_ * num_pages * page_size_ * kv_dim_);
+  int64_t n_signed = 0;
+  if (__builtin_mul_overflow(layers_, num_pages, &n_signed) ||
+      __builtin_mul_overflow(n_signed, page_size_, &n_signed) || __builtin_mul_overflow(n_signed, kv_dim_, &n_signed) ||
+      n_signed > (int64_t{1} << 56))
+    n_signed = -1;
+  // K and V, zero-filled: checked against MemAvailable first (filling would otherwise page in memory
+  // the machine does not have, and the OOM killer ends the process without a message).
+  check_allocation(
+      n_signed < 0 ? -1 : 2 * n_signed * static_cast<int64_t>(sizeof(float)),
+      strcat("allocating the KV cache (", num_pages, " pages of ", page_size, " tokens x ", layers_, " layers)"),
+      "model");
+  const size_t n = static_cast<size_t>(n_signed);
   k_.assign(n, 0.0f);
   v_.assign(n, 0.0f);
   refs_.assign(static_cast<size_t>(num_pages), 0);
@@ -22,9 +34,13 @@ KvCache::KvCache(const ModelConfig& cfg, int64_t num_pages, int64_t page_size)
 }
 
 int64_t KvCache::pages_for_bytes(const ModelConfig& cfg, int64_t bytes, int64_t page_size) {
-  const int64_t per_page =
-      2 * cfg.num_hidden_layers * page_size * cfg.num_key_value_heads * cfg.head_dim * 4;
+  const int64_t per_page = static_cast<int64_t>(bytes_per_page(cfg, page_size));
   return std::max<int64_t>(1, bytes / per_page);
+}
+
+size_t KvCache::bytes_per_page(const ModelConfig& cfg, int64_t page_size) {
+  return static_cast<size_t>(2 * cfg.num_hidden_layers * page_size * cfg.num_key_value_heads * cfg.head_dim) *
+         sizeof(float);
 }
 
 size_t KvCache::bytes_per_token() const {

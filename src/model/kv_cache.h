@@ -13,7 +13,11 @@ namespace trinity::model {
 
 class KvCache {
  public:
+  // Throws ValueError "[model] allocating the KV cache (...) needs N GiB but only M GiB ..." when the
+  // pool does not fit in MemAvailable (core/memory.h), before allocating it.
   KvCache(const ModelConfig& cfg, int64_t num_pages, int64_t page_size = 16);
+  // K and V bytes of one page of `page_size` tokens over all layers.
+  static size_t bytes_per_page(const ModelConfig& cfg, int64_t page_size = 16);
   // Pages that fit in `bytes` for this model (at least 1).
   static int64_t pages_for_bytes(const ModelConfig& cfg, int64_t bytes, int64_t page_size = 16);
 

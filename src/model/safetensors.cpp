@@ -278,11 +278,15 @@ std::string WeightSource::file_of(const std::string& name) const {
   return files_[it->second]->path();
 }
 
-Tensor WeightSource::get_f32(const std::string& name, const std::vector<int64_t>& shape) const {
+void WeightSource::check_shape(const std::string& name, const std::vector<int64_t>& shape) const {
   const Tensor& t = get(name);
   if (t.shape() != shape)
     fail(file_of(name), strcat("tensor '", name, "' has shape ", t.shape_str(), ", expected ", shape_str(shape)));
-  return t.to_f32();
+}
+
+Tensor WeightSource::get_f32(const std::string& name, const std::vector<int64_t>& shape) const {
+  check_shape(name, shape);
+  return get(name).to_f32();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -41,6 +41,9 @@ class WeightSource {
   // The tensor converted to F32, checked against the expected shape:
   // "[safetensors] <file>: tensor '<name>' has shape [a, b], expected [c, d]".
   tensor::Tensor get_f32(const std::string& name, const std::vector<int64_t>& shape) const;
+  // The same checks (present, shape) without reading the data: a checkpoint is validated against its
+  // config.json before the model's memory is allocated.
+  void check_shape(const std::string& name, const std::vector<int64_t>& shape) const;
   const tensor::Tensor& get(const std::string& name) const;
   std::string file_of(const std::string& name) const;
 

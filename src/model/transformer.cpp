@@ -99,18 +99,32 @@ float* aligned_floats(int64_t n, const char* what) {
 
 }  // namespace
 
+namespace {
+
+// The parameters of a model with `head`: the checkpoint's, with a value head in place of lm_head.
+std::vector<ParamSpec> head_param_specs(const ModelConfig& cfg, HeadKind head) {
+  std::vector<ParamSpec> specs = model::param_specs(cfg);
+  if (head == HeadKind::kValue) {
+    specs.erase(
+        std::remove_if(specs.begin(), specs.end(), [](const ParamSpec& s) { return s.name == "lm_head.weight"; }),
+        specs.end());
+    specs.push_back({"score.weight", {1, cfg.hidden_size}});
+    specs.push_back({"score.bias", {1}});
+  }
+  return specs;
+}
+
+// A fresh critic from a policy checkpoint has no value head: it starts at zero.
+bool zero_value_head(HeadKind head, const ParamSpec& s, const WeightSource& src) {
+  return head == HeadKind::kValue && s.name.rfind("score.", 0) == 0 && !src.contains(s.name);
+}
+
+}  // namespace
 
 Transformer::Transformer(const ModelConfig& cfg, HeadKind head)
     : cfg_(cfg), head_(head), impl_(std::make_unique<Impl>()) {
   cfg_.validate();
-  specs_ = model::param_specs(cfg_);
-  if (head_ == HeadKind::kValue) {
-    specs_.erase(std::remove_if(specs_.begin(), specs_.end(),
-                                [](const ParamSpec& s) { return s.name == "lm_head.weight"; }),
-                 specs_.end());
-    specs_.push_back({"score.weight", {1, cfg_.hidden_size}});
-    specs_.push_back({"score.bias", {1}});
-  }
+  specs_ = head_param_specs(cfg_, head_);
   for (const auto& s : specs_) {
     offsets_.push_back(n_params_);
     int64_t n = 1;
@@ -249,14 +263,17 @@ void Transformer::init_random(uint64_t seed, float std) {
 }
 
 Transformer Transformer::load(const std::string& dir, HeadKind head) {
-  Transformer t(load_config(dir), head);
+  const ModelConfig cfg = load_config(dir);  // validated: bounded dimensions
   WeightSource src = WeightSource::open_dir(dir);
+  // Every tensor config.json implies must be in the checkpoint with its shape before the weights are
+  // allocated: a config.json that does not match its tensors (num_hidden_layers: 10000 on a 2-layer
+  // checkpoint) is one error naming the tensor, not an allocation of its imagined size first.
+  for (const ParamSpec& s : head_param_specs(cfg, head))
+    if (!zero_value_head(head, s, src)) src.check_shape(s.name, s.shape);
+  Transformer t(cfg, head);
   for (size_t k = 0; k < t.specs_.size(); ++k) {
     const auto& s = t.specs_[k];
-    if (head == HeadKind::kValue && s.name.rfind("score.", 0) == 0 && !src.contains(s.name)) {
-      // A fresh critic from a policy checkpoint: zero value head, like a new nn.Linear at zero.
-      continue;
-    }
+    if (zero_value_head(head, s, src)) continue;  // like a new nn.Linear at zero
     Tensor w = src.get_f32(s.name, s.shape);
     std::memcpy(t.params_ + t.offsets_[k], w.f32(), w.nbytes());
   }

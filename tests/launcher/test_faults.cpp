@@ -3,7 +3,8 @@
 // (polling cancelled()), ignores cancellation for longer than the runner's cancel grace (the attempt
 // is abandoned), fails only its first attempt (retried), or returns no experiences. The run must
 // complete, count each failure by reason in metrics.jsonl, and train exactly the successful tasks'
-// experiences (failed tasks never deadlock the explorer against a trainer waiting for data).
+// experiences (failed tasks never deadlock the explorer against a trainer waiting for data); when
+// every task failed it ends with an error naming the counts.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -125,7 +126,7 @@ TEST(LauncherFaults, FailuresAreCountedAndSuccessfulTasksTrained) {
   EXPECT_TRUE(g_ignore_saw_cancel);
 }
 
-TEST(LauncherFaults, EveryTaskFailingEndsTheRunWithoutTraining) {
+TEST(LauncherFaults, EveryTaskFailingEndsTheRunWithAnError) {
   workflow::register_workflow("fault_workflow",
                               [](const buffer::Task& t) { return std::make_unique<FaultWorkflow>(t); });
   const std::string& r = shared_root();
@@ -135,10 +136,17 @@ TEST(LauncherFaults, EveryTaskFailingEndsTheRunWithoutTraining) {
                                         {"buffer.batch_size=2", "buffer.total_steps=2", "explorer.max_retry_times=0",
                                          "explorer.eval_on_startup=false"});
   std::atomic<bool> stop{false};
-  const launcher::StageSummary s = launcher::run_stage(c, &stop);
-  EXPECT_EQ(s.explore_steps, 2);
-  EXPECT_EQ(s.train_steps, 0);
-  const auto m = read_metrics(s.job_dir);
+  // Nothing trained: the run is an error naming the failure counts (`trinity run` exits 1), not a success.
+  std::string err;
+  try {
+    launcher::run_stage(c, &stop);
+  } catch (const Error& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("[explorer] every task failed (4 tasks over 2 explore steps; error: 2, no_experiences: 2)"),
+            std::string::npos)
+      << err;
+  const auto m = read_metrics(c.job_dir());
   EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed_task_count"), 4.0);
   EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed/error"), 2.0);
   EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed/no_experiences"), 2.0);
