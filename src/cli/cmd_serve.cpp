@@ -37,6 +37,7 @@ const char kUsage[] =
     "                     [--max-model-len N] [--served-model-name NAME] [--max-request-mb 8]\n"
     "                     [--http-threads 256] [--allow-origin ORIGIN] [--header-timeout-s 10]\n"
     "                     [--body-timeout-s 60] [--idle-timeout-s 30] [--no-access-log]\n"
+    "                     [--no-prefix-cache]\n"
     "Endpoints: GET /health, GET /metrics (Prometheus), GET /v1/models, POST /v1/completions,\n"
     "POST /v1/chat/completions. --allow-origin adds CORS headers (\"*\" or one origin); the timeouts are\n"
     "total times for a request's headers, its body, and an idle keep-alive connection (408 / close).\n"
@@ -52,7 +53,8 @@ int cmd_serve(const Argv& argv) {
     }
   Args a("serve", argv,
          {"model", "host", "port", "api-key", "kv-cache-mb", "max-model-len", "served-model-name", "max-request-mb",
-          "http-threads", "allow-origin", "header-timeout-s", "body-timeout-s", "idle-timeout-s", "no-access-log!"});
+          "http-threads", "allow-origin", "header-timeout-s", "body-timeout-s", "idle-timeout-s", "no-access-log!",
+          "no-prefix-cache!"});
   const std::string dir = a.str("model");
   server::ServerOptions so;
   so.host = a.str("host", "127.0.0.1");
@@ -84,6 +86,7 @@ int cmd_serve(const Argv& argv) {
     throw ConfigError("cli", strcat("serve: --kv-cache-mb must be in [1, 2^40], got ", kv_mb));
   eo.kv_cache_bytes = kv_mb << 20;
   eo.max_model_len = a.i64("max-model-len", 0);
+  eo.prefix_cache = !a.flag("no-prefix-cache");
   if (eo.max_model_len < 0)
     throw ConfigError("cli", strcat("serve: --max-model-len must be >= 1 (or 0 for the model's), got ", eo.max_model_len));
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"})

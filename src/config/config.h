@@ -98,6 +98,7 @@ struct InferenceModelConfig {
   bool enable_history = false;
   bool enable_openai_api = false;
   int64_t kv_cache_bytes = int64_t{1} << 30;  // trinity extension: KV cache budget of the engine
+  bool enable_prefix_caching = true;          // the engine's prefix cache (EngineOptions::prefix_cache)
   bool operator==(const InferenceModelConfig&) const = default;
 };
 

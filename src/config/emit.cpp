@@ -207,6 +207,7 @@ void inference(YAML::Emitter& e, const InferenceModelConfig& m, bool aux) {
   kv(e, "enable_history", m.enable_history);
   kv(e, "enable_openai_api", m.enable_openai_api);
   kv(e, "kv_cache_bytes", m.kv_cache_bytes);
+  kv(e, "enable_prefix_caching", m.enable_prefix_caching);
   e << EndMap;
 }
 

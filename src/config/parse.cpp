@@ -156,11 +156,29 @@ void parse_inference(Ctx& c, const Tree* t, const std::string& path, InferenceMo
   s.boolean("enable_history", m.enable_history);
   s.boolean("enable_openai_api", m.enable_openai_api);
   s.i64("kv_cache_bytes", m.kv_cache_bytes);
-  s.warn_ignored({"engine_type", "tensor_parallel_size", "use_v1", "enforce_eager", "enable_prefix_caching",
-                  "enable_chunked_prefill", "gpu_memory_utilization", "dtype", "enable_log_requests",
-                  "enable_auto_tool_choice", "tool_call_parser", "reasoning_parser", "rope_scaling", "rope_theta",
-                  "bundle_indices", "cuda_visible_devices", "enable_lora", "lora_modules", "lora_kwargs",
-                  "max_num_seqs", "max_num_batched_tokens", "enable_sleep_mode", "trust_remote_code"},
+  s.boolean("enable_prefix_caching", m.enable_prefix_caching);
+  s.warn_ignored({"engine_type",
+                  "tensor_parallel_size",
+                  "use_v1",
+                  "enforce_eager",
+                  "enable_chunked_prefill",
+                  "gpu_memory_utilization",
+                  "dtype",
+                  "enable_log_requests",
+                  "enable_auto_tool_choice",
+                  "tool_call_parser",
+                  "reasoning_parser",
+                  "rope_scaling",
+                  "rope_theta",
+                  "bundle_indices",
+                  "cuda_visible_devices",
+                  "enable_lora",
+                  "lora_modules",
+                  "lora_kwargs",
+                  "max_num_seqs",
+                  "max_num_batched_tokens",
+                  "enable_sleep_mode",
+                  "trust_remote_code"},
                  "vLLM engine option");
   s.finish();
 }

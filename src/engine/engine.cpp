@@ -14,6 +14,7 @@
 #include "core/parallel.h"
 #include "engine/schedule.h"
 #include "model/infer_weights.h"
+#include "model/prefix_cache.h"
 #include "tokenizer/tokenizer.h"
 
 namespace trinity::engine {
@@ -103,6 +104,7 @@ struct Engine::Impl {
   std::shared_ptr<const tok::Tokenizer> tok;
   EngineOptions opts;
   std::unique_ptr<model::KvCache> cache;
+  std::unique_ptr<model::PrefixCache> prefix;  // null when EngineOptions::prefix_cache is off
   model::InferScratch scratch;
   std::vector<std::shared_ptr<Request>> running;
   // Admitted, prompt not yet fully in the KV cache; prefilled in order, max_prefill_tokens per step.
@@ -147,6 +149,8 @@ struct Engine::Impl {
   void record(int64_t prompt_tokens, int64_t generated);         // stats
   void shutdown();
   // Helpers of the stages.
+  bool reserve(model::SeqKv& kv, int64_t n_new);  // kv_reserve, evicting cache-only pages first
+  void update_kv_stats();                         // under mu
   void start_samples(Request& r);
   void draw(SampleJob& jb) const;
   void accept(Request& r, Sample& s, const TokenChoice& c);
@@ -189,8 +193,8 @@ Engine::Engine(std::shared_ptr<const model::Transformer> model, int64_t version,
     throw ValueError("engine", strcat(msg.substr(msg.find("] ") + 2), "; the KV cache budget is ", opts.kv_cache_bytes,
                                       " bytes (explorer.rollout_model.kv_cache_bytes, --kv-cache-mb for serve)"));
   }
-  im.st.kv_pages_total = im.cache->num_pages();  // /health is true before the first step
-  im.st.kv_pages_free = im.cache->free_pages();
+  if (opts.prefix_cache) im.prefix = std::make_unique<model::PrefixCache>(*im.cache);
+  im.update_kv_stats();  // /health is true before the first step
   im.seed_counter = std::random_device{}();
   log::info("engine: ", pages, " KV pages of ", opts.page_size, " tokens (",
             im.cache->bytes() >> 20, " MiB, ", pages * opts.page_size, " tokens), max_model_len ", max_len_);
@@ -204,6 +208,7 @@ Engine::~Engine() {
   }
   impl_->cv.notify_all();
   if (thread_.joinable()) thread_.join();
+  impl_->prefix.reset();  // releases its pages before the KV cache goes
 }
 
 RequestHandle Engine::submit(std::vector<int32_t> prompt, SamplingParams params,
@@ -327,8 +332,7 @@ void Engine::Impl::finish_request(const std::shared_ptr<Request>& r, const std::
     ++st.finished;
     if (r->in_running) --st.running;
     r->in_running = false;
-    st.kv_pages_total = cache->num_pages();
-    st.kv_pages_free = cache->free_pages();
+    update_kv_stats();
   }
   {
     std::lock_guard<std::mutex> l(r->mu);
@@ -362,6 +366,8 @@ bool Engine::Impl::swap_weights() {
   packed = std::move(next_packed);
   version = next_version;
   st.model_version = next_version;
+  if (prefix) prefix->clear();  // cached KV was computed by the old weights
+  update_kv_stats();
   swap_pending = false;
   swap_cv.notify_all();
   return false;
@@ -433,9 +439,19 @@ void Engine::Impl::admit() {
     }
     committed += need;
     r->committed = need;
-    const bool ok = model::kv_reserve(*cache, r->prompt_kv, plen);
+    if (prefix) {
+      // Reuse the longest cached chain of full pages; the last prompt token is always prefilled (its
+      // logits give the first sampled token).
+      r->prompt_kv.pages = prefix->lookup(r->prompt, (plen - 1) / ps);
+      r->prompt_kv.len = static_cast<int64_t>(r->prompt_kv.pages.size()) * ps;
+      r->prefill_done = r->prompt_kv.len;
+      std::lock_guard<std::mutex> l(mu);
+      st.prefix_cache_query_tokens += plen;
+      st.prefix_cache_hit_tokens += r->prefill_done;
+    }
+    const bool ok = reserve(r->prompt_kv, plen - r->prefill_done);
     TRINITY_ASSERT(ok, "committed KV pages were not available");
-    as.pending_prefill += plen;
+    as.pending_prefill += plen - r->prefill_done;
     as.running_samples += r->p.n;
     prefilling.push_back(r);
   }
@@ -463,7 +479,7 @@ Engine::Impl::StepPlan Engine::Impl::plan() {
   for (auto& r : running)
     for (auto& s : r->samples) {
       if (s.done) continue;
-      const bool ok = model::kv_reserve(*cache, s.kv, 1);
+      const bool ok = reserve(s.kv, 1);
       TRINITY_ASSERT(ok, "committed KV pages were not available");
       const int64_t b = static_cast<int64_t>(sp.tokens.size());
       sp.tokens.push_back(s.out.token_ids.back());
@@ -491,6 +507,7 @@ std::vector<std::shared_ptr<Request>> Engine::Impl::complete_prefills(const Step
   for (size_t i = 0; i < sp.chunks.size(); ++i) prefilling[i]->prefill_done += sp.chunks[i];
   for (auto it = prefilling.begin(); it != prefilling.end();) {
     if ((*it)->prefill_done == static_cast<int64_t>((*it)->prompt.size())) {
+      if (prefix) prefix->insert((*it)->prompt, (*it)->prompt_kv.pages);
       done.push_back(*it);
       it = prefilling.erase(it);
     } else {
@@ -668,8 +685,20 @@ void Engine::Impl::record(int64_t prompt_tokens, int64_t generated) {
   ++st.steps;
   st.prompt_tokens += prompt_tokens;
   st.generated_tokens += generated;
+  update_kv_stats();
+}
+
+void Engine::Impl::update_kv_stats() {
   st.kv_pages_total = cache->num_pages();
-  st.kv_pages_free = cache->free_pages();
+  st.kv_pages_free = cache->free_pages() + (prefix ? prefix->evictable() : 0);
+  st.prefix_cache_pages = prefix ? prefix->pages() : 0;
+  st.prefix_cache_evictions = prefix ? prefix->evictions() : 0;
+}
+
+// Requests hold at most the pages they committed, so evicting every cache-only page always makes room.
+bool Engine::Impl::reserve(model::SeqKv& kv, int64_t n_new) {
+  if (prefix) prefix->make_free(model::kv_pages_needed(*cache, kv, n_new));
+  return model::kv_reserve(*cache, kv, n_new);
 }
 
 // Everything unfinished ends with "abort".

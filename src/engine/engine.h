@@ -95,12 +95,22 @@ struct EngineOptions {
   int64_t max_running = 256;        // samples decoding at once
   SwapPolicy swap_policy = SwapPolicy::kFinish;
   WeightFormat weight_format = WeightFormat::kF32Packed;
+  // Prefix caching: full KV pages of prompts are kept by content after their prefill and reused by
+  // later prompts that start with the same tokens (multi-turn conversations, shared system prompts,
+  // GRPO repeats); cache-only pages are evicted LRU when admission or decode needs pages, and all are
+  // dropped on a weight swap. Logprobs are bitwise the same with it on or off (batch-invariant kernels).
+  bool prefix_cache = true;
 };
 
 struct EngineStats {
   int64_t steps = 0, waiting = 0, running = 0, finished = 0;
   int64_t prompt_tokens = 0, generated_tokens = 0;
-  int64_t kv_pages_total = 0, kv_pages_free = 0;
+  int64_t kv_pages_total = 0;
+  int64_t kv_pages_free = 0;  // free pages plus cached pages no request uses (evictable on demand)
+  // Prefix cache: prompt tokens looked up / found cached (their prefill skipped), pages it holds now,
+  // pages evicted to make room.
+  int64_t prefix_cache_query_tokens = 0, prefix_cache_hit_tokens = 0;
+  int64_t prefix_cache_pages = 0, prefix_cache_evictions = 0;
   int64_t model_version = 0;
   // Queue time of admitted requests, from submit() to admission (KV pages reserved, prefill next):
   // a Prometheus-style histogram (queue_le[i] counts waits <= kQueueBuckets[i] seconds, cumulative),

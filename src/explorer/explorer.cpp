@@ -145,6 +145,18 @@ void Explorer::finish_step(Pending& p) {
   m["rollout/failed_task_count"] = static_cast<double>(failed);
   for (const auto& [c, n] : fails) m["rollout/failed/" + c] = static_cast<double>(n);
   m["rollout/model_version"] = static_cast<double>(model_->engine->model_version());
+  {  // Prefix cache: tokens looked up / reused since the last step, pages held, evictions so far.
+    const engine::EngineStats es = model_->engine->stats();
+    const int64_t dq = es.prefix_cache_query_tokens - prefix_query_seen_;
+    const int64_t dh = es.prefix_cache_hit_tokens - prefix_hit_seen_;
+    prefix_query_seen_ = es.prefix_cache_query_tokens;
+    prefix_hit_seen_ = es.prefix_cache_hit_tokens;
+    m["rollout/prefix_cache/query_tokens"] = static_cast<double>(dq);
+    m["rollout/prefix_cache/hit_tokens"] = static_cast<double>(dh);
+    m["rollout/prefix_cache/hit_rate"] = dq > 0 ? static_cast<double>(dh) / static_cast<double>(dq) : 0.0;
+    m["rollout/prefix_cache/pages"] = static_cast<double>(es.prefix_cache_pages);
+    m["rollout/prefix_cache/evictions"] = static_cast<double>(es.prefix_cache_evictions);
+  }
   m["experience_pipeline/experience_count"] = static_cast<double>(exps.size());
   m["time/explore_step"] = now_s() - p.t0;
   summary_.tasks_ok += ok;

@@ -125,6 +125,7 @@ class Explorer {
   std::map<int64_t, int64_t> written_at_;  // step -> experiences written up to and including it
   std::string saved_tasks_state_;
   int64_t last_eval_version_ = -1;
+  int64_t prefix_query_seen_ = 0, prefix_hit_seen_ = 0;  // engine prefix-cache counters at the last step
   ExplorerSummary summary_;
 };
 

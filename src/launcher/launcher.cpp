@@ -109,6 +109,7 @@ std::shared_ptr<const explorer::RolloutModel> inference_model(const config::Infe
   rm->defaults.enable_thinking = r.enable_thinking;
   engine::EngineOptions eo;
   eo.kv_cache_bytes = r.kv_cache_bytes;
+  eo.prefix_cache = r.enable_prefix_caching;
   eo.max_model_len = max_model_len;
   auto tk = std::make_shared<const tok::Tokenizer>(rm->chat->tokenizer());
   rm->init_weights(weights);

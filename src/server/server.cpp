@@ -442,7 +442,15 @@ std::string Server::Impl::metrics_text() {
   metric("trinity_prompt_tokens_total", "counter", "Prompt tokens prefilled.", strcat(s.prompt_tokens));
   metric("trinity_generation_tokens_total", "counter", "Tokens generated.", strcat(s.generated_tokens));
   metric("trinity_kv_pages_total", "gauge", "KV cache pages.", strcat(s.kv_pages_total));
-  metric("trinity_kv_pages_used", "gauge", "KV cache pages in use.", strcat(s.kv_pages_total - s.kv_pages_free));
+  metric("trinity_kv_pages_used", "gauge", "KV cache pages in use (cached pages no request uses count as free).",
+         strcat(s.kv_pages_total - s.kv_pages_free));
+  metric("trinity_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+         strcat(s.prefix_cache_query_tokens));
+  metric("trinity_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache (prefill skipped).",
+         strcat(s.prefix_cache_hit_tokens));
+  metric("trinity_prefix_cache_pages", "gauge", "KV pages held by the prefix cache.", strcat(s.prefix_cache_pages));
+  metric("trinity_prefix_cache_evictions_total", "counter", "Prefix-cache pages evicted to make room.",
+         strcat(s.prefix_cache_evictions));
   metric("trinity_model_version", "gauge", "Weight version being served.", strcat(s.model_version));
   return o;
 }
@@ -504,6 +512,8 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
                               {"generated_tokens", s.generated_tokens},
                               {"kv_pages_total", s.kv_pages_total},
                               {"kv_pages_free", s.kv_pages_free},
+                              {"prefix_cache_hit_tokens", s.prefix_cache_hit_tokens},
+                              {"prefix_cache_pages", s.prefix_cache_pages},
                               {"inflight_requests", inflight},
                               {"http_requests", p->n_requests.load()},
                               {"http_errors", p->n_errors.load()},

@@ -205,6 +205,13 @@ TEST(ConfigWarnings, IgnoredTrinityKeysWarnOnce) {
     for (size_t j = i + 1; j < r.warnings.size(); ++j) EXPECT_NE(r.warnings[i], r.warnings[j]);
 }
 
+TEST(ConfigLoad, EnablePrefixCachingIsRead) {
+  EXPECT_TRUE(load(base_yaml()).config.explorer.rollout_model.enable_prefix_caching);
+  const LoadResult r = load(base_yaml("explorer:\n  rollout_model: {enable_prefix_caching: false}\n"));
+  EXPECT_FALSE(r.config.explorer.rollout_model.enable_prefix_caching);
+  EXPECT_FALSE(has_warning(r, "enable_prefix_caching"));
+}
+
 TEST(ConfigModes, SyncMethodPerModeAndOfflineAlgorithms) {
   Config c = load(base_yaml("mode: explore\n")).config;
   EXPECT_EQ(c.synchronizer.sync_method, "checkpoint");

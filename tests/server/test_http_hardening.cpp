@@ -282,6 +282,21 @@ TEST_F(HttpHardening, MetricsArePrometheusText) {
   EXPECT_NE(r.body.find("# TYPE trinity_generation_tokens_total counter\n"), std::string::npos);
 }
 
+TEST_F(HttpHardening, MetricsCountPrefixCacheHits) {
+  start({});
+  engine::SamplingParams p;
+  p.max_tokens = 2;
+  const std::vector<int32_t> prompt(40, 3);  // 2 full pages of 16 tokens (+ 8)
+  engine_->generate(prompt, p);
+  engine_->generate(prompt, p);
+  const Reply r = request(port_, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_NE(r.body.find("trinity_prefix_cache_queries_total 80\n"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("trinity_prefix_cache_hits_total 32\n"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("trinity_prefix_cache_pages 2\n"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("# TYPE trinity_prefix_cache_evictions_total counter\n"), std::string::npos) << r.body;
+}
+
 TEST_F(HttpHardening, CorsPreflightAndHeader) {
   server::ServerOptions so;
   so.allow_origin = "https://app.example";
