@@ -207,6 +207,108 @@ TEST_F(CliInputs, HelpOnSubcommandsAndGroups) {
   EXPECT_NE(r.out.find("--no-color"), std::string::npos) << r.out;
 }
 
+// --- configs: expansion limits, duplicate keys, job names, lengths (a 2 KB document hung for 20 s, then
+// "internal error: std::bad_alloc") ---
+
+TEST_F(CliInputs, HostileConfigsFailFast) {
+  const auto n = [](int i) { return std::to_string(i); };
+  std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    laughs.append("a").append(n(i)).append(": &a").append(n(i)).append(" [");
+    for (int k = 0; k < 10; ++k) laughs.append(k ? ", *a" : "*a").append(n(i - 1));
+    laughs += "]\n";
+  }
+  ASSERT_LT(laughs.size(), 2048u);
+  const auto t0 = std::chrono::steady_clock::now();
+  expect_one_error_line(run("config check --config " + write("laughs.yaml", laughs), "", 20), "billion laughs");
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 5.0) << "a 2 KB hostile config must fail within about a second";
+  std::string interp = "x0: hahahahahahahahaha\n";
+  for (int i = 1; i < 40; ++i)
+    interp.append("x").append(n(i)).append(": \"${x").append(n(i - 1)).append("}${x").append(n(i - 1)).append("}\"\n");
+  expect_one_error_line(run("config check --config " + write("interp.yaml", interp), "", 20), "MiB of text");
+  const std::string ts = write("ok_tasks.jsonl", "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n");
+  expect_one_error_line(run("config check --config " + config("dup", ts, "monitor: {monitor_type: none}\n")),
+                        "duplicate key 'monitor' (first at line");
+}
+
+TEST_F(CliInputs, ConfigNamesAndLengthsAreChecked) {
+  const std::string ts = write("ok_tasks.jsonl", "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n");
+  const std::string cfg = config("names", ts);
+  expect_one_error_line(run("config check --config " + cfg + " --set name=../../outside"),
+                        "name: '../../outside' must be a directory name");
+  // The tiny model has max_position_embeddings 64.
+  expect_one_error_line(run("config check --config " + cfg + " --set model.max_model_len=128"),
+                        "model.max_model_len: 128 exceeds the model's max_position_embeddings 64");
+  expect_one_error_line(run("config check --config " + cfg + " --set algorithm.repeat_times=1000000000"),
+                        "algorithm.repeat_times: 1000000000 is above trinity's limit");
+  expect_one_error_line(
+      run("config check --config " + cfg + " --set 'buffer.explorer_input.taskset.rollout_args={temperature: -1}'"),
+      "rollout_args.temperature: must be >= 0");
+}
+
+// --- a run in which every task failed exits 1 with the failure counts (it exited 0) ---
+
+TEST_F(CliInputs, RunWhereEveryTaskFailedIsAnError) {
+  // arithmetic_workflow fails a task with no answer whose prompt is not "a+b=".
+  const std::string bad = write("bad_tasks.jsonl", "{\"prompt\": \"hello\"}\n{\"prompt\": \"world\"}\n");
+  const Result r = run("run --config " + config("allfail", bad) + " --set buffer.batch_size=2", "", 120);
+  expect_error_last_line(r, "every task failed (2 tasks over 1 explore steps; error: 2)");
+  // One task of two succeeds: the run ends normally (failures are warnings and metrics).
+  const std::string mixed = write("mixed_tasks.jsonl", "{\"prompt\": \"1+1=\"}\n{\"prompt\": \"hello\"}\n");
+  const Result ok = run("run --config " + config("somefail", mixed) + " --set buffer.batch_size=2", "", 120);
+  EXPECT_EQ(ok.code, 0) << ok.err.substr(0, 3000);
+  EXPECT_NE(ok.err.find("a task failed"), std::string::npos) << ok.err.substr(0, 3000);
+}
+
+// --- sizes: the KV cache budget and a config.json that does not match its tensors ---
+
+TEST_F(CliInputs, KvCacheBeyondMemoryIsAnError) {
+  const std::string ts = write("ok_tasks.jsonl", "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n");
+  const Result r =
+      run("run --config " + config("kv", ts) + " --set explorer.rollout_model.kv_cache_bytes=1000000000000000", "", 60);
+  expect_error_last_line(r, "allocating the KV cache");
+  EXPECT_NE(r.err.find("explorer.rollout_model.kv_cache_bytes"), std::string::npos) << r.err.substr(0, 3000);
+  expect_error_last_line(run("serve --model " + dir_ + "/model --port 0 --kv-cache-mb 1000000000", "", 60),
+                         "allocating the KV cache");
+  expect_one_error_line(run("serve --model " + dir_ + "/model --kv-cache-mb 100000000000000000"),
+                        "--kv-cache-mb must be in [1, 2^40]");
+}
+
+TEST_F(CliInputs, CheckpointNotMatchingConfigJsonFailsBeforeAllocating) {
+  fs::create_directories(dir_ + "/mismatch");
+  fs::copy(dir_ + "/model", dir_ + "/mismatch", fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  std::string cfg = slurp(dir_ + "/model/config.json");
+  cfg = std::regex_replace(cfg, std::regex("\"num_hidden_layers\": *[0-9]+"), "\"num_hidden_layers\": 10000");
+  cfg = std::regex_replace(cfg, std::regex("\"intermediate_size\": *[0-9]+"), "\"intermediate_size\": 4194304");
+  ASSERT_NE(cfg.find("4194304"), std::string::npos) << cfg;
+  write("mismatch/config.json", cfg);
+  // 10000 layers x 3 x 32 x 4194304 floats were allocated (or refused) before the tensors were looked at.
+  expect_one_error_line(
+      run("debug logprobs --model " + dir_ + "/mismatch --input " + dir_ + "/x --output " + dir_ + "/o"),
+      "tensor 'model.layers.0.mlp.gate_proj.weight' has shape [64, 32], expected [4194304, 32]");
+}
+
+// --- a temperature below the engine's greedy threshold: the trainer divided the logits by 1e-9, so its
+// logprobs disagreed with the (greedy, T = 1) rollout logprobs: actor/ppo_kl was -5.2 on step 1 ---
+
+TEST_F(CliInputs, TinyTemperatureTrainsAsGreedy) {
+  const std::string ts = write("temp_tasks.jsonl", "{\"prompt\": \"1+1=\"}\n{\"prompt\": \"2+3=\"}\n");
+  const Result r = run("run --config " + config("tiny_temp", ts) +
+                           " --set buffer.batch_size=2 --set 'buffer.explorer_input.taskset.rollout_args={temperature: "
+                           "1.0e-9}'",
+                       "", 120);
+  ASSERT_EQ(r.code, 0) << r.err.substr(0, 3000);
+  EXPECT_NE(r.err.find("rollout_args.temperature: 1e-09 is below 1e-05: sampling is greedy"), std::string::npos)
+      << r.err.substr(0, 3000);
+  const std::string metrics = slurp(dir_ + "/ck/inputs/tiny_temp/monitor/metrics.jsonl");
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(metrics, m, std::regex("\"role\":\"trainer\",\"step\":1,[^\\n]*\"actor/ppo_kl\":([-0-9.e+]+)")))
+      << metrics.substr(0, 2000);
+  EXPECT_LT(std::abs(std::stod(m[1].str())), 1e-3) << "step 1 is on-policy: trainer and rollout logprobs agree";
+}
+
 // --- CLI: an unknown flag or command names the nearest valid one ---
 
 TEST_F(CliInputs, UnknownFlagSuggestsTheNearestOne) {
@@ -258,107 +360,4 @@ TEST_F(CliInputs, VersionNamesReleaseCommitBuildAndBlas) {
   EXPECT_NE(r.out[core], '(') << "empty OpenBLAS core name: " << r.out;
   EXPECT_TRUE(r.err.empty()) << r.err;
   expect_one_error_line(run("version --verbose"), "unknown flag '--verbose'");
-
-  // --- configs: expansion limits, duplicate keys, job names, lengths (a 2 KB document hung for 20 s, then
-  // "internal error: std::bad_alloc") ---
-
-  TEST_F(CliInputs, HostileConfigsFailFast) {
-    const auto n = [](int i) { return std::to_string(i); };
-    std::string laughs = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
-    for (int i = 1; i < 10; ++i) {
-      laughs.append("a").append(n(i)).append(": &a").append(n(i)).append(" [");
-      for (int k = 0; k < 10; ++k) laughs.append(k ? ", *a" : "*a").append(n(i - 1));
-      laughs += "]\n";
-    }
-    ASSERT_LT(laughs.size(), 2048u);
-    const auto t0 = std::chrono::steady_clock::now();
-    expect_one_error_line(run("config check --config " + write("laughs.yaml", laughs), "", 20), "billion laughs");
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EXPECT_LT(s, 5.0) << "a 2 KB hostile config must fail within about a second";
-    std::string interp = "x0: hahahahahahahahaha\n";
-    for (int i = 1; i < 40; ++i)
-      interp.append("x").append(n(i)).append(": \"${x").append(n(i - 1)).append("}${x").append(n(i - 1)).append(
-          "}\"\n");
-    expect_one_error_line(run("config check --config " + write("interp.yaml", interp), "", 20), "MiB of text");
-    const std::string ts = write("ok_tasks.jsonl", "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n");
-    expect_one_error_line(run("config check --config " + config("dup", ts, "monitor: {monitor_type: none}\n")),
-                          "duplicate key 'monitor' (first at line");
-  }
-
-  TEST_F(CliInputs, ConfigNamesAndLengthsAreChecked) {
-    const std::string ts = write("ok_tasks.jsonl", "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n");
-    const std::string cfg = config("names", ts);
-    expect_one_error_line(run("config check --config " + cfg + " --set name=../../outside"),
-                          "name: '../../outside' must be a directory name");
-    // The tiny model has max_position_embeddings 64.
-    expect_one_error_line(run("config check --config " + cfg + " --set model.max_model_len=128"),
-                          "model.max_model_len: 128 exceeds the model's max_position_embeddings 64");
-    expect_one_error_line(run("config check --config " + cfg + " --set algorithm.repeat_times=1000000000"),
-                          "algorithm.repeat_times: 1000000000 is above trinity's limit");
-    expect_one_error_line(
-        run("config check --config " + cfg + " --set 'buffer.explorer_input.taskset.rollout_args={temperature: -1}'"),
-        "rollout_args.temperature: must be >= 0");
-  }
-
-  // --- a run in which every task failed exits 1 with the failure counts (it exited 0) ---
-
-  TEST_F(CliInputs, RunWhereEveryTaskFailedIsAnError) {
-    // arithmetic_workflow fails a task with no answer whose prompt is not "a+b=".
-    const std::string bad = write("bad_tasks.jsonl", "{\"prompt\": \"hello\"}\n{\"prompt\": \"world\"}\n");
-    const Result r = run("run --config " + config("allfail", bad) + " --set buffer.batch_size=2", "", 120);
-    expect_error_last_line(r, "every task failed (2 tasks over 1 explore steps; error: 2)");
-    // One task of two succeeds: the run ends normally (failures are warnings and metrics).
-    const std::string mixed = write("mixed_tasks.jsonl", "{\"prompt\": \"1+1=\"}\n{\"prompt\": \"hello\"}\n");
-    const Result ok = run("run --config " + config("somefail", mixed) + " --set buffer.batch_size=2", "", 120);
-    EXPECT_EQ(ok.code, 0) << ok.err.substr(0, 3000);
-    EXPECT_NE(ok.err.find("a task failed"), std::string::npos) << ok.err.substr(0, 3000);
-  }
-
-  // --- sizes: the KV cache budget and a config.json that does not match its tensors ---
-
-  TEST_F(CliInputs, KvCacheBeyondMemoryIsAnError) {
-    const std::string ts = write("ok_tasks.jsonl", "{\"prompt\": \"1+1=\", \"answer\": \"2\"}\n");
-    const Result r = run(
-        "run --config " + config("kv", ts) + " --set explorer.rollout_model.kv_cache_bytes=1000000000000000", "", 60);
-    expect_error_last_line(r, "allocating the KV cache");
-    EXPECT_NE(r.err.find("explorer.rollout_model.kv_cache_bytes"), std::string::npos) << r.err.substr(0, 3000);
-    expect_error_last_line(run("serve --model " + dir_ + "/model --port 0 --kv-cache-mb 1000000000", "", 60),
-                           "allocating the KV cache");
-    expect_one_error_line(run("serve --model " + dir_ + "/model --kv-cache-mb 100000000000000000"),
-                          "--kv-cache-mb must be in [1, 2^40]");
-  }
-
-  TEST_F(CliInputs, CheckpointNotMatchingConfigJsonFailsBeforeAllocating) {
-    fs::create_directories(dir_ + "/mismatch");
-    fs::copy(dir_ + "/model", dir_ + "/mismatch", fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-    std::string cfg = slurp(dir_ + "/model/config.json");
-    cfg = std::regex_replace(cfg, std::regex("\"num_hidden_layers\": *[0-9]+"), "\"num_hidden_layers\": 10000");
-    cfg = std::regex_replace(cfg, std::regex("\"intermediate_size\": *[0-9]+"), "\"intermediate_size\": 4194304");
-    ASSERT_NE(cfg.find("4194304"), std::string::npos) << cfg;
-    write("mismatch/config.json", cfg);
-    // 10000 layers x 3 x 32 x 4194304 floats were allocated (or refused) before the tensors were looked at.
-    expect_one_error_line(
-        run("debug logprobs --model " + dir_ + "/mismatch --input " + dir_ + "/x --output " + dir_ + "/o"),
-        "tensor 'model.layers.0.mlp.gate_proj.weight' has shape [64, 32], expected [4194304, 32]");
-  }
-
-  // --- a temperature below the engine's greedy threshold: the trainer divided the logits by 1e-9, so its
-  // logprobs disagreed with the (greedy, T = 1) rollout logprobs: actor/ppo_kl was -5.2 on step 1 ---
-
-  TEST_F(CliInputs, TinyTemperatureTrainsAsGreedy) {
-    const std::string ts = write("temp_tasks.jsonl", "{\"prompt\": \"1+1=\"}\n{\"prompt\": \"2+3=\"}\n");
-    const Result r =
-        run("run --config " + config("tiny_temp", ts) +
-                " --set buffer.batch_size=2 --set 'buffer.explorer_input.taskset.rollout_args={temperature: "
-                "1.0e-9}'",
-            "", 120);
-    ASSERT_EQ(r.code, 0) << r.err.substr(0, 3000);
-    EXPECT_NE(r.err.find("rollout_args.temperature: 1e-09 is below 1e-05: sampling is greedy"), std::string::npos)
-        << r.err.substr(0, 3000);
-    const std::string metrics = slurp(dir_ + "/ck/inputs/tiny_temp/monitor/metrics.jsonl");
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(metrics, m,
-                                  std::regex("\"role\":\"trainer\",\"step\":1,[^\\n]*\"actor/ppo_kl\":([-0-9.e+]+)")))
-        << metrics.substr(0, 2000);
-    EXPECT_LT(std::abs(std::stod(m[1].str())), 1e-3) << "step 1 is on-policy: trainer and rollout logprobs agree";
-  }
+}
