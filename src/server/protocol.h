@@ -40,6 +40,7 @@ struct CommonRequest {
   std::string model;  // "" when absent
   engine::SamplingParams sampling;
   bool max_tokens_set = false;   // max_tokens / max_completion_tokens given
+  bool max_tokens_default = false;  // max_tokens came from the endpoint's defaults: capped to the context
   bool stream = false;
   bool include_usage = false;    // stream_options.include_usage
   bool return_token_ids = false; // RL extension: prompt_token_ids + token_ids per choice
@@ -63,9 +64,10 @@ struct CompletionRequest : CommonRequest {
   int64_t logprobs = -1;                            // -1: none; k: sampled token + k alternatives
 };
 
-// Throw ApiError(400) naming the field.
-ChatRequest parse_chat_request(std::string_view body);
-CompletionRequest parse_completion_request(std::string_view body);
+// Throw ApiError(400) naming the field. `defaults`: sampling for the fields the request leaves out
+// (a recording endpoint's rollout settings); null: OpenAI's defaults.
+ChatRequest parse_chat_request(std::string_view body, const engine::SamplingParams* defaults = nullptr);
+CompletionRequest parse_completion_request(std::string_view body, const engine::SamplingParams* defaults = nullptr);
 
 // Sets sampling.max_tokens from the context: refuses a prompt that leaves no room (param
 // `prompt_param`, code context_length_exceeded) and an explicit max_tokens that overflows it;

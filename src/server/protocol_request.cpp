@@ -308,11 +308,26 @@ jinja::Value message_value(const json& m, size_t i) {
   return jinja::Value::from_json(copy.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
+// The endpoint's sampling defaults under the request's own fields.
+void apply_defaults(CommonRequest& r, const engine::SamplingParams* d) {
+  if (!d) return;
+  engine::SamplingParams& p = r.sampling;
+  p.temperature = d->temperature;
+  p.top_p = d->top_p;
+  p.top_k = d->top_k;
+  p.min_p = d->min_p;
+  p.repetition_penalty = d->repetition_penalty;
+  p.max_tokens = d->max_tokens;
+  p.min_tokens = d->min_tokens;
+  r.max_tokens_default = true;
+}
+
 }  // namespace
 
-ChatRequest parse_chat_request(std::string_view body) {
+ChatRequest parse_chat_request(std::string_view body, const engine::SamplingParams* defaults) {
   const json j = parse_body(body);
   ChatRequest r;
+  apply_defaults(r, defaults);
   parse_common(j, r, true);
   const json* msgs = field(j, "messages");
   if (!msgs) bad("messages", "'messages' is required");
@@ -414,9 +429,10 @@ ChatRequest parse_chat_request(std::string_view body) {
   return r;
 }
 
-CompletionRequest parse_completion_request(std::string_view body) {
+CompletionRequest parse_completion_request(std::string_view body, const engine::SamplingParams* defaults) {
   const json j = parse_body(body);
   CompletionRequest r;
+  apply_defaults(r, defaults);
   parse_common(j, r, false);
   if (auto v = get_bool(j, "echo"); v && *v) bad("echo", "'echo' is not supported");
   if (const json* v = field(j, "suffix")) {
@@ -484,6 +500,8 @@ void fit_to_context(CommonRequest& r, int64_t prompt_len, int64_t max_model_len,
                             prompt_len, " tokens and max_tokens asks for ", r.sampling.max_tokens,
                             " more (at most ", room, " fit)"),
                      "max_tokens", "context_length_exceeded");
+  } else if (r.max_tokens_default) {
+    r.sampling.max_tokens = std::min(r.sampling.max_tokens, room);
   } else {
     r.sampling.max_tokens = room;
   }

@@ -20,9 +20,9 @@ void Server::Impl::stream(
     std::function<void(int64_t, const engine::StreamEvent&, std::vector<std::string>&)> on_event,
     std::function<void(int64_t, const std::string&, std::vector<std::string>&)> on_end,
     std::function<void(const std::vector<engine::GenerateResult>&, std::vector<std::string>&)> finish,
-    int64_t n_choices, StreamErrorFn on_error, bool done_marker) {
+    int64_t n_choices, StreamErrorFn on_error, bool done_marker, const std::string& api_key) {
   auto handles = std::make_shared<std::vector<RequestHandle>>(std::move(hs));
-  const uint64_t key = track(*handles);
+  const uint64_t key = track(*handles, api_key);
   auto cancel_all = [handles] {
     for (auto& h : *handles) h.cancel();
   };
@@ -110,10 +110,52 @@ void Server::Impl::stream(
       });
 }
 
+void Server::Impl::record(const Scope& scope, const std::string& id, const char* endpoint,
+                          const std::vector<std::vector<int32_t>>& prompts,
+                          const std::vector<engine::GenerateResult>& results, double start, const ChatPrompt* cp,
+                          bool parse_tools) const {
+  if (!scope.rec) return;
+  const double seconds = std::max(0.0, wall_now() - start);
+  for (size_t p = 0; p < results.size() && p < prompts.size(); ++p) {
+    const auto& comps = results[p].completions;
+    for (size_t i = 0; i < comps.size(); ++i) {
+      const engine::Completion& c = comps[i];
+      if (c.token_ids.empty()) continue;
+      tok::RecordedCall rc;
+      rc.id = id;
+      rc.choice = static_cast<int64_t>(p * comps.size() + i);
+      rc.prompt_ids = prompts[p];
+      rc.ids = c.token_ids;
+      rc.logprobs = c.logprobs;
+      rc.model_version = c.model_version;
+      rc.finish_reason = c.finish_reason;
+      rc.start = start;
+      rc.seconds = seconds;
+      rc.endpoint = endpoint;
+      if (cp) {
+        rc.spliced = !cp->spliced_via.empty();
+        rc.render_key = cp->render_key;
+        std::optional<std::string> content = c.text;
+        std::vector<std::pair<std::string, std::string>> calls;
+        if (parse_tools) {
+          ParsedToolCalls pt = parse_tool_calls(c.text);
+          content = pt.content;
+          for (const auto& t : pt.calls) calls.emplace_back(t.name, t.arguments);
+        }
+        rc.answer_key = tok::assistant_key(content.value_or(""), calls);
+      }
+      scope.rec->history->add(std::move(rc));
+    }
+  }
+}
+
 void Server::Impl::handle_chat(const http::Request& req, http::Response& res) {
-  auto r = std::make_shared<ChatRequest>(parse_chat_request(req.body));
+  const double t0 = wall_now();
+  const Scope scope = scope_of(req);
+  auto r = std::make_shared<ChatRequest>(parse_chat_request(req.body, scope.defaults()));
   check_model(r->model);
-  auto prompt = std::make_shared<std::vector<int32_t>>(chat_prompt(*r));
+  auto cp = std::make_shared<ChatPrompt>(chat_prompt(*r, scope));
+  auto prompt = std::shared_ptr<std::vector<int32_t>>(cp, &cp->ids);
   fit_to_context(*r, static_cast<int64_t>(prompt->size()), engine->max_model_len(), "messages");
   add_stop_ids(r->sampling);
   attach_grammar(*r);
@@ -121,7 +163,8 @@ void Server::Impl::handle_chat(const http::Request& req, http::Response& res) {
   const TokenDescriber desc = describer();
   if (!r->stream) {
     auto hs = submit_all({*prompt}, r->sampling, nullptr);
-    const auto results = wait_all(hs);
+    const auto results = wait_all(hs, scope.key);
+    record(scope, meta.id, "chat", {*prompt}, results, t0, cp.get(), r->parse_tool_calls);
     std::vector<ChatChoice> choices;
     for (const auto& c : results[0].completions) {
       ChatChoice ch;
@@ -202,18 +245,22 @@ void Server::Impl::handle_chat(const http::Request& req, http::Response& res) {
     }
     if (e.finished) end_choice(choice, e.finish_reason, out);
   };
-  auto finish = [r, meta, prompt](const std::vector<engine::GenerateResult>& results, std::vector<std::string>& out) {
+  auto finish = [this, r, meta, prompt, scope, cp, t0](const std::vector<engine::GenerateResult>& results,
+                                                       std::vector<std::string>& out) {
+    record(scope, meta.id, "chat", {*prompt}, results, t0, cp.get(), r->parse_tool_calls);
     if (!r->include_usage) return;
     int64_t toks = 0;
     for (const auto& gr : results)
       for (const auto& c : gr.completions) toks += static_cast<int64_t>(c.token_ids.size());
     out.push_back(usage_chunk(meta, "chat.completion.chunk", static_cast<int64_t>(prompt->size()), toks));
   };
-  stream(res, std::move(hs), queue, start, on_event, end_choice, finish, n);
+  stream(res, std::move(hs), queue, start, on_event, end_choice, finish, n, nullptr, true, scope.key);
 }
 
 void Server::Impl::handle_completions(const http::Request& req, http::Response& res) {
-  auto r = std::make_shared<CompletionRequest>(parse_completion_request(req.body));
+  const double t0 = wall_now();
+  const Scope scope = scope_of(req);
+  auto r = std::make_shared<CompletionRequest>(parse_completion_request(req.body, scope.defaults()));
   check_model(r->model);
   auto prompts = std::make_shared<std::vector<std::vector<int32_t>>>();
   for (const auto& t : r->text_prompts) {
@@ -238,7 +285,8 @@ void Server::Impl::handle_completions(const http::Request& req, http::Response& 
   const TokenDescriber desc = describer();
   if (!r->stream) {
     auto hs = submit_all(*prompts, r->sampling, nullptr);
-    const auto results = wait_all(hs);
+    const auto results = wait_all(hs, scope.key);
+    record(scope, meta.id, "completions", *prompts, results, t0);
     std::vector<const engine::Completion*> comps;
     res.prompt_tokens = res.completion_tokens = 0;
     for (const auto& p : *prompts) res.prompt_tokens += static_cast<int64_t>(p.size());
@@ -283,7 +331,9 @@ void Server::Impl::handle_completions(const http::Request& req, http::Response& 
     }
     if (e.finished) end_choice(choice, e.finish_reason, out);
   };
-  auto finish = [r, meta, prompts](const std::vector<engine::GenerateResult>& results, std::vector<std::string>& out) {
+  auto finish = [this, r, meta, prompts, scope, t0](const std::vector<engine::GenerateResult>& results,
+                                                    std::vector<std::string>& out) {
+    record(scope, meta.id, "completions", *prompts, results, t0);
     if (!r->include_usage) return;
     int64_t ptoks = 0, toks = 0;
     for (const auto& p : *prompts) ptoks += static_cast<int64_t>(p.size());
@@ -291,7 +341,7 @@ void Server::Impl::handle_completions(const http::Request& req, http::Response& 
       for (const auto& c : gr.completions) toks += static_cast<int64_t>(c.token_ids.size());
     out.push_back(usage_chunk(meta, "text_completion", ptoks, toks));
   };
-  stream(res, std::move(hs), queue, start, on_event, end_choice, finish, n_choices);
+  stream(res, std::move(hs), queue, start, on_event, end_choice, finish, n_choices, nullptr, true, scope.key);
 }
 
 // Routing: CORS headers, OPTIONS preflight, API-key check (/v1/ only), 404 / 405, then the route.
@@ -314,7 +364,14 @@ void Server::Impl::dispatch(const http::Request& req, http::Response& res) {
     }
     return;
   }
-  if (!opts.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
+  if (opts.recording_for_key && req.path.rfind("/v1/", 0) == 0) {
+    try {
+      (void)scope_of(req);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+      return;
+    }
+  } else if (!opts.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
     const std::string want = "Bearer " + opts.api_key;
     const std::string got = req.header("Authorization");
     // Constant-time comparison.
@@ -566,9 +623,16 @@ void Server::stop() {
   im.stopping = true;
   {
     std::lock_guard<std::mutex> l(im.inflight_mu);
-    for (auto& [k, h] : im.inflight) h.cancel();
+    for (auto& [k, f] : im.inflight) f.handle.cancel();
   }
   if (im.http) im.http->stop();
+}
+
+void Server::cancel_key(const std::string& key) {
+  auto& im = *impl_;
+  std::lock_guard<std::mutex> l(im.inflight_mu);
+  for (auto& [k, f] : im.inflight)
+    if (f.api_key == key) f.handle.cancel();
 }
 
 }  // namespace trinity::server

@@ -7,14 +7,27 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
 #include "tokenizer/chat.h"
+#include "tokenizer/chat_history.h"
 
 namespace trinity::server {
+
+// A recording scope (an explorer run's endpoint key, a serve-mode client): every model call made with
+// its API key is recorded into `history` (chat, completions and responses; one RecordedCall per
+// sample), and chat prompts reuse the sampled ids of the model's earlier turns (ChatHistory::splice).
+struct Recording {
+  std::shared_ptr<tok::ChatHistory> history;
+  // Sampling for the fields a chat / completions request leaves out (temperature, top_p, top_k,
+  // min_p, repetition_penalty, max_tokens capped to the context, min_tokens); null: OpenAI defaults.
+  std::shared_ptr<const engine::SamplingParams> defaults;
+};
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -28,6 +41,10 @@ struct ServerOptions {
   int64_t body_timeout_ms = 60000;          // its body within this after the headers (total), else 408
   int64_t idle_timeout_ms = 30000;          // an idle keep-alive connection is closed after this
   bool access_log = true;                   // one info line per request (no prompt text)
+  // Recording endpoints: resolves the bearer key of a /v1/ request to its recording scope; a key it
+  // does not know (nullopt, e.g. a run that ended) is answered 401. Replaces api_key when set.
+  std::function<std::optional<Recording>(const std::string& key)> recording_for_key;
+  bool any_model = false;  // accept any `model` name (agents written for other APIs)
 };
 
 class Server {
@@ -46,6 +63,8 @@ class Server {
   void run();
   // Thread-safe: cancels in-flight requests and stops the listener.
   void stop();
+  // Thread-safe: cancels the in-flight requests made with API key `key` (a run that was cancelled).
+  void cancel_key(const std::string& key);
 
   struct Impl;
 

@@ -34,6 +34,11 @@ inline int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// Wall-clock seconds since the epoch (recorded call start times).
+inline double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 inline std::string random_id(const char* prefix) {
   static std::mutex mu;
   static std::mt19937_64 gen{std::random_device{}()};
@@ -125,17 +130,21 @@ struct Server::Impl {
   int64_t created = unix_now();
   std::atomic<bool> stopping{false};
   std::mutex inflight_mu;
-  std::map<uint64_t, RequestHandle> inflight;
+  struct Inflight {
+    RequestHandle handle;
+    std::string api_key;  // the recording key it was made with ("" without recording)
+  };
+  std::map<uint64_t, Inflight> inflight;
   uint64_t next_key = 0;
   std::atomic<int64_t> n_requests{0}, n_errors{0}, n_cancelled{0};
 
   TokenDescriber describer() const { return TokenDescriber{tok.get(), &describe_token}; }
 
-  // Registers engine handles so stop() can cancel them.
-  uint64_t track(const std::vector<RequestHandle>& hs) {
+  // Registers engine handles so stop() (and cancel_key() for `api_key`) can cancel them.
+  uint64_t track(const std::vector<RequestHandle>& hs, const std::string& api_key = "") {
     std::lock_guard<std::mutex> l(inflight_mu);
     const uint64_t first = next_key;
-    for (const auto& h : hs) inflight.emplace(next_key++, h);
+    for (const auto& h : hs) inflight.emplace(next_key++, Inflight{h, api_key});
     if (stopping)
       for (auto h : hs) h.cancel();
     return first;
@@ -146,7 +155,7 @@ struct Server::Impl {
   }
 
   void check_model(const std::string& model) const {
-    if (!model.empty() && model != opts.model_name)
+    if (!model.empty() && model != opts.model_name && !opts.any_model)
       throw ApiError(404, strcat("The model '", model, "' does not exist; this server serves '", opts.model_name, "'"),
                      "model", "model_not_found");
   }
@@ -205,8 +214,8 @@ struct Server::Impl {
   }
 
   // Waits for all handles (cancelling them when the server stops); errors become ApiErrors.
-  std::vector<engine::GenerateResult> wait_all(std::vector<RequestHandle>& hs) {
-    const uint64_t key = track(hs);
+  std::vector<engine::GenerateResult> wait_all(std::vector<RequestHandle>& hs, const std::string& api_key = "") {
+    const uint64_t key = track(hs, api_key);
     std::vector<engine::GenerateResult> out;
     for (auto& h : hs) {
       while (!h.wait_for(100ms))
@@ -228,18 +237,71 @@ struct Server::Impl {
     return out;
   }
 
-  std::vector<int32_t> chat_prompt(const ChatRequest& r) const {
+  // The bearer key of a request ("" when absent or not a bearer token).
+  static std::string bearer_key(const http::Request& req) {
+    const std::string h = req.header("Authorization");
+    return h.rfind("Bearer ", 0) == 0 ? h.substr(7) : "";
+  }
+  // The recording scope of a request; nullopt on a server without recording. A recording server
+  // answers a key it does not (or no longer) knows with 401.
+  struct Scope {
+    std::optional<Recording> rec;
+    std::string key;
+    const engine::SamplingParams* defaults() const { return rec ? rec->defaults.get() : nullptr; }
+  };
+  Scope scope_of(const http::Request& req) const {
+    Scope s;
+    if (!opts.recording_for_key) return s;
+    s.key = bearer_key(req);
+    s.rec = opts.recording_for_key(s.key);
+    if (!s.rec || !s.rec->history)
+      throw ApiError(401,
+                     s.key.empty() ? "Missing API key: send 'Authorization: Bearer <key>'"
+                                   : "Incorrect API key provided (or its run has ended)",
+                     "", "invalid_api_key");
+    return s;
+  }
+
+  struct ChatPrompt {
+    std::vector<int32_t> ids;
+    std::string render_key;   // fresh rendering (recording with add_generation_prompt only)
+    std::string spliced_via;  // id of the call whose sampled ids the prompt reuses
+  };
+  // The chat request's prompt ids; with a recording scope, the model's earlier turns keep their
+  // sampled ids (tok::ChatHistory::splice).
+  ChatPrompt chat_prompt(const ChatRequest& r, const Scope& scope = {}) const {
     tok::ChatOptions o;
     o.add_generation_prompt = r.add_generation_prompt;
     o.enable_thinking = r.enable_thinking;
     o.tools = r.tools;
     o.extra = r.template_kwargs;
+    ChatPrompt p;
     try {
-      return chat->encode(r.messages, o, false).ids;
+      tok::ChatEncoding enc = chat->encode(r.messages, o, false);
+      p.ids = std::move(enc.ids);
+      if (scope.rec && r.add_generation_prompt) {
+        p.render_key = std::move(enc.rendered);
+        std::string why;
+        if (auto sp = scope.rec->history->splice(*chat, r.messages, o, &why)) {
+          p.ids = std::move(sp->ids);
+          p.spliced_via = std::move(sp->via);
+        } else if (scope.rec->history->size() > 0) {
+          log::debug("serve: prompt not spliced: ", why);
+        }
+      }
+    } catch (const ApiError&) {
+      throw;
     } catch (const Error& e) {
       throw ApiError(400, strcat("the chat template failed on these messages: ", e.what()), "messages");
     }
+    return p;
   }
+
+  // Records every sample of a finished request into the scope's history (no-op without one).
+  // `parse_tools`: the answer's tool calls are parsed out of the text as the client saw them.
+  void record(const Scope& scope, const std::string& id, const char* endpoint,
+              const std::vector<std::vector<int32_t>>& prompts, const std::vector<engine::GenerateResult>& results,
+              double start, const ChatPrompt* chat_prompt = nullptr, bool parse_tools = false) const;
 
   void handle_chat(const http::Request& req, http::Response& res);
   void handle_completions(const http::Request& req, http::Response& res);
@@ -251,7 +313,8 @@ struct Server::Impl {
               std::function<void(int64_t choice, const engine::StreamEvent& e, std::vector<std::string>& out)> on_event,
               std::function<void(int64_t choice, const std::string& reason, std::vector<std::string>& out)> on_end,
               std::function<void(const std::vector<engine::GenerateResult>&, std::vector<std::string>& out)> finish,
-              int64_t n_choices, StreamErrorFn on_error = nullptr, bool done_marker = true);
+              int64_t n_choices, StreamErrorFn on_error = nullptr, bool done_marker = true,
+              const std::string& api_key = "");
 
   // Output items of earlier responses, for `item_reference` input items (bounded, in memory).
   ResponseItemStore response_items;

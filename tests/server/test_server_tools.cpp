@@ -19,6 +19,7 @@
 #include "model/transformer.h"
 #include "server/server.h"
 #include "tokenizer/chat.h"
+#include "workflow/history.h"
 
 using namespace trinity;
 using json = nlohmann::json;
@@ -75,6 +76,8 @@ class ServerTools : public ::testing::Test {
     server::ServerOptions so;
     so.port = 0;
     so.model_name = "crafted";
+    configure(so);
+    chat_ = chat;
     server_ = std::make_unique<server::Server>(engine_, tok_, chat, std::vector<int32_t>{im_end}, so);
     port_ = server_->bind();
     thread_ = std::thread([this] { server_->run(); });
@@ -85,15 +88,19 @@ class ServerTools : public ::testing::Test {
     if (thread_.joinable()) thread_.join();
   }
 
-  json post(const json& body, int want_status = 200) {
+  virtual void configure(server::ServerOptions&) {}
+
+  json post(const json& body, int want_status = 200, const std::string& key = "") {
     httplib::Client cli("127.0.0.1", port_);
     cli.set_read_timeout(120, 0);
-    auto res = cli.Post("/v1/chat/completions", body.dump(), "application/json");
+    httplib::Headers headers;
+    if (!key.empty()) headers.emplace("Authorization", "Bearer " + key);
+    auto res = cli.Post("/v1/chat/completions", headers, body.dump(), "application/json");
     EXPECT_TRUE(res) << "no response";
     if (!res) return json();
     EXPECT_EQ(res->status, want_status) << res->body;
     raw_ = res->body;
-    return body.value("stream", false) ? json() : json::parse(res->body);
+    return body.value("stream", false) ? json() : json::parse(res->body, nullptr, false);
   }
 
   json request(bool tools, bool stream) {
@@ -112,6 +119,7 @@ class ServerTools : public ::testing::Test {
   }
 
   std::shared_ptr<tok::Tokenizer> tok_;
+  std::shared_ptr<tok::ChatFormatter> chat_;
   std::shared_ptr<engine::Engine> engine_;
   std::unique_ptr<server::Server> server_;
   std::thread thread_;
@@ -254,4 +262,78 @@ TEST_F(ServerTools, StreamedToolCall) {
   EXPECT_EQ(calls[0]["index"], 0);
   EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
   EXPECT_EQ(json::parse(calls[0]["function"]["arguments"].get<std::string>()), json({{"city", "Paris"}}));
+}
+
+// Recording endpoints (command_workflow, serve mode): per-key histories, 401 for unknown keys, the
+// endpoint's sampling defaults, and a tool round trip whose second prompt reuses the sampled ids of
+// the first answer, so the two calls merge into one experience.
+class ServerRecording : public ServerTools {
+ protected:
+  void configure(server::ServerOptions& so) override {
+    auto d = std::make_shared<engine::SamplingParams>();
+    d->temperature = 0;
+    d->max_tokens = 3;
+    so.any_model = true;
+    so.recording_for_key = [this, d](const std::string& key) -> std::optional<server::Recording> {
+      if (key == "k1") return server::Recording{h1_, nullptr};
+      if (key == "k2") return server::Recording{h2_, d};
+      return std::nullopt;
+    };
+  }
+  std::shared_ptr<tok::ChatHistory> h1_ = std::make_shared<tok::ChatHistory>();
+  std::shared_ptr<tok::ChatHistory> h2_ = std::make_shared<tok::ChatHistory>();
+};
+
+TEST_F(ServerRecording, KeysSelectTheirHistoryAndUnknownKeysAre401) {
+  json body = request(true, false);
+  body["model"] = "gpt-4o-mini";  // any model name is accepted
+  post(body, 401);
+  post(body, 401, "k3");
+  EXPECT_NE(raw_.find("invalid_api_key"), std::string::npos) << raw_;
+  post(body, 200, "k1");
+  EXPECT_EQ(h1_->size(), 1u);
+  EXPECT_EQ(h2_->size(), 0u);
+  const auto c = h1_->calls()[0];
+  EXPECT_EQ(c.ids, expected_);
+  EXPECT_EQ(c.logprobs.size(), expected_.size());
+  EXPECT_EQ(c.endpoint, "chat");
+  EXPECT_EQ(c.finish_reason, "stop");
+  EXPECT_FALSE(c.render_key.empty());
+  // k2's defaults: greedy and 3 tokens when the request leaves max_tokens out; streaming records too.
+  json b2 = body;
+  b2.erase("max_tokens");
+  b2.erase("temperature");
+  b2["stream"] = true;
+  post(b2, 200, "k2");
+  ASSERT_EQ(h2_->size(), 1u);
+  EXPECT_EQ(h2_->calls()[0].ids, std::vector<int32_t>(expected_.begin(), expected_.begin() + 3));
+  EXPECT_EQ(h2_->calls()[0].finish_reason, "length");
+}
+
+TEST_F(ServerRecording, ToolRoundTripReusesTheSampledIds) {
+  json body = request(true, false);
+  const json r1 = post(body, 200, "k1");
+  const json msg = r1["choices"][0]["message"];
+  ASSERT_EQ(msg["tool_calls"].size(), 1u);
+  body["messages"].push_back(msg);  // the assistant message exactly as returned
+  body["messages"].push_back(
+      {{"role", "tool"}, {"tool_call_id", msg["tool_calls"][0]["id"]}, {"content", "sunny, 21 C"}});
+  post(body, 200, "k1");
+  const auto calls = h1_->calls();
+  ASSERT_EQ(calls.size(), 2u);
+  std::vector<int32_t> seq = calls[0].prompt_ids;
+  seq.insert(seq.end(), calls[0].ids.begin(), calls[0].ids.end());
+  ASSERT_GT(calls[1].prompt_ids.size(), seq.size());
+  EXPECT_TRUE(std::equal(seq.begin(), seq.end(), calls[1].prompt_ids.begin()));
+  EXPECT_TRUE(calls[1].spliced);
+  const auto h = workflow::experiences_from_history(calls);
+  EXPECT_EQ(h.inconsistent, 0);
+  ASSERT_EQ(h.experiences.size(), 1u);
+  const auto& e = h.experiences[0];
+  int64_t ones = 0;
+  for (uint8_t m : e.action_mask) ones += m;
+  EXPECT_EQ(ones, static_cast<int64_t>(calls[0].ids.size() + calls[1].ids.size()));
+  // The tool result is context (mask 0), decoded between the two answers.
+  const std::string text = tok_->decode(e.tokens);
+  EXPECT_NE(text.find("<tool_response>\nsunny, 21 C\n</tool_response>"), std::string::npos) << text;
 }
