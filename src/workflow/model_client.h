@@ -7,15 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
-
-namespace trinity::tok {
-class Tokenizer;
-}
+#include "tokenizer/chat_history.h"
 
 namespace trinity::workflow {
 
@@ -44,6 +42,20 @@ struct Sample {
   std::string text;                // decoded response (stop string removed, special tokens skipped)
   std::string finish_reason;       // "stop" | "length" | "abort" | ...
   int64_t model_version = 0;
+};
+
+// An OpenAI-compatible endpoint of the rollout model for one run (command_workflow; Trinity's
+// enable_openai_api): the same API as `trinity serve`, on loopback. Every call made with `api_key`
+// is recorded into `history`; requests with another key get 401. Sampling fields a request leaves
+// out come from the task's rollout_args and model.* defaults. Destroying the endpoint revokes the
+// key and cancels its requests still in flight.
+class OpenAIEndpoint {
+ public:
+  virtual ~OpenAIEndpoint() = default;
+  std::string base_url;  // "http://127.0.0.1:<port>/v1"
+  std::string api_key;   // a per-run secret
+  std::string model;     // the model id to send (any name is accepted)
+  std::shared_ptr<tok::ChatHistory> history;
 };
 
 class ModelClient {
@@ -75,6 +87,19 @@ class ModelClient {
   virtual int64_t max_model_len() const = 0;
   // True once the runner cancelled this attempt; long-running workflows should poll it.
   virtual bool cancelled() const = 0;
+
+  // A new endpoint with its own key and history (one per run). UnsupportedError where the client
+  // has none (test fakes).
+  virtual std::unique_ptr<OpenAIEndpoint> open_openai_endpoint() {
+    throw UnsupportedError("workflow", "this model client has no OpenAI endpoint");
+  }
+  // The calls made through generate / chat of this client when the rollout model records history
+  // (explorer.rollout_model.enable_history); `clear` empties it (Trinity's
+  // extract_experience_from_history). Empty when history is off.
+  virtual std::vector<tok::RecordedCall> history(bool clear = true) {
+    (void)clear;
+    return {};
+  }
 };
 
 }  // namespace trinity::workflow

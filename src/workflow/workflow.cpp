@@ -27,6 +27,7 @@ Registry& registry() {
     detail::register_simple_workflows();
     detail::register_frozen_lake_workflow();
     detail::register_arithmetic_workflow();
+    detail::register_command_workflow();
   });
   return raw_registry();
 }

@@ -29,6 +29,11 @@ struct RunContext {
   int64_t repeat_times = 1;  // runs this call must produce (1 unless can_repeat)
   int64_t run_id_base = 0;   // eid.run of the first run
   Rng* rng = nullptr;        // deterministic per (seed, task, attempt)
+  // Where the run is: eid.batch / eid.task it will get, the config file's directory (commands run
+  // there) and a folder for per-run log files ("" = none; logs go to the debug log).
+  std::string batch_id = "0";
+  int64_t task_id = 0;
+  std::string work_dir, log_dir;
 };
 
 class Workflow {
