@@ -156,6 +156,7 @@ int cmd_debug_workflow(const Argv& argv) {
   ro.runners = 1;
   ro.max_timeout = c.explorer.max_timeout;
   ro.max_retry_times = 0;
+  ro.work_dir = c.config_dir;
   explorer::RunnerPool pool(ro, [rm](const buffer::Task& t, uint64_t seed) {
     auto client = std::make_shared<explorer::EngineClient>(rm, &t, seed);
     return explorer::AttemptClient{client, [client] { client->cancel(); }, {}};

@@ -147,6 +147,11 @@ void parse_buffer(Ctx& c, const Tree* t, Parsed& p) {
     es.str("default_workflow_type", b.explorer_input.default_workflow_type);
     es.str("default_eval_workflow_type", b.explorer_input.default_eval_workflow_type);
     es.str("default_reward_fn_type", b.explorer_input.default_reward_fn_type);
+    if (const Tree* wa = es.get("workflow_args")) {
+      if (!wa->is_map())
+        c.fail(*wa, strcat("buffer.explorer_input.workflow_args: expected a mapping, got ", wa->short_repr()));
+      b.explorer_input.workflow_args = tree_to_json_text(*wa);
+    }
     es.finish();
   }
   if (const Tree* ti = s.get("trainer_input")) {

@@ -71,6 +71,9 @@ struct BufferConfig {
     std::vector<buffer::TasksetConfig> tasksets;  // `taskset:` becomes a one-element list
     std::vector<buffer::TasksetConfig> eval_tasksets;
     std::string default_workflow_type, default_eval_workflow_type, default_reward_fn_type;
+    // Defaults under every taskset's own workflow_args (a taskset's keys win), e.g. the command of
+    // command_workflow for the train and eval tasksets alike. JSON object text.
+    std::string workflow_args = "{}";
     bool operator==(const ExplorerInput&) const = default;
   } explorer_input;
   struct TrainerInput {

@@ -153,6 +153,15 @@ void inherit(InferenceModelConfig& r, const Sampling& s, const ModelConfig& m) {
   r.enable_prompt_truncation = s.enable_prompt_truncation.value_or(m.enable_prompt_truncation);
 }
 
+// buffer.explorer_input.workflow_args under a taskset's own (its keys win); both JSON object text.
+std::string merged_workflow_args(const std::string& defaults, const std::string& own) {
+  nlohmann::json d = nlohmann::json::parse(defaults.empty() ? "{}" : defaults);
+  if (d.empty()) return own;
+  const nlohmann::json o = nlohmann::json::parse(own.empty() ? "{}" : own);
+  for (const auto& [k, v] : o.items()) d[k] = v;
+  return d.dump();
+}
+
 void fill_taskset(buffer::TasksetConfig& t, const Config& cfg, const std::string& dir) {
   const ModelConfig& m = cfg.model;
   t.batch_size = cfg.buffer.batch_size;
@@ -229,6 +238,7 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
     t.is_eval = false;
     t.repeat_times = cfg.repeat_times;
     if (t.default_workflow_type.empty()) t.default_workflow_type = ei.default_workflow_type;
+    t.workflow_args = merged_workflow_args(ei.workflow_args, t.workflow_args);
     fill_taskset(t, cfg, c.dir);
     check_taskset(c, root, path, t, cfg.model);
     if (explores && t.default_workflow_type.empty() && t.format.workflow_key.empty())
@@ -244,6 +254,7 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
     if (t.default_workflow_type.empty())
       t.default_workflow_type = !ei.default_eval_workflow_type.empty() ? ei.default_eval_workflow_type
                                                                         : ei.default_workflow_type;
+    t.workflow_args = merged_workflow_args(ei.workflow_args, t.workflow_args);
     fill_taskset(t, cfg, c.dir);
     check_taskset(c, root, path, t, cfg.model);
     if (t.default_workflow_type.empty() && t.format.workflow_key.empty())

@@ -303,6 +303,7 @@ std::string to_yaml(const Config& c) {
   kv(e, "default_workflow_type", b.explorer_input.default_workflow_type);
   kv(e, "default_eval_workflow_type", b.explorer_input.default_eval_workflow_type);
   kv(e, "default_reward_fn_type", b.explorer_input.default_reward_fn_type);
+  kv_json(e, "workflow_args", b.explorer_input.workflow_args);
   e << EndMap << Key << "trainer_input" << Value << BeginMap << Key << "experience_buffer" << Value;
   storage(e, b.trainer_input.experience_buffer);
   e << Key << "auxiliary_buffers" << Value << BeginMap;

@@ -2,9 +2,12 @@
 #include "explorer/engine_client.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "core/error.h"
+#include "core/timer.h"
+#include "explorer/agent_server.h"
 #include "tokenizer/model_files.h"
 
 namespace trinity::explorer {
@@ -46,6 +49,12 @@ void RolloutModel::init_weights(std::shared_ptr<const model::Transformer> w) con
   weights_ = std::move(w);
 }
 
+std::shared_ptr<AgentServer> RolloutModel::agent_server() const {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!agent_) agent_ = std::make_shared<AgentServer>(engine, chat, stop_ids, "trinity");
+  return agent_;
+}
+
 EngineClient::EngineClient(std::shared_ptr<const RolloutModel> model, const buffer::Task* task, std::optional<uint64_t> seed)
     : keep_(std::move(model)), m_(*keep_), task_(task), seed_(seed) {}
 
@@ -55,8 +64,30 @@ void EngineClient::check() const {
 
 void EngineClient::cancel() {
   cancelled_.store(true);
+  std::vector<std::string> keys;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& h : inflight_) h.cancel();
+    keys = endpoint_keys_;
+  }
+  if (!keys.empty())
+    if (auto s = m_.agent_server())
+      for (const auto& k : keys) s->close(k);
+}
+
+std::unique_ptr<workflow::OpenAIEndpoint> EngineClient::open_openai_endpoint() {
+  check();
+  auto d = std::make_shared<engine::SamplingParams>(params(workflow::GenOptions{}));
+  d->stop_token_ids.clear();  // the server adds the tokenizer's stop ids itself
+  auto ep = m_.agent_server()->open(std::move(d));
   std::lock_guard<std::mutex> l(mu_);
-  for (auto& h : inflight_) h.cancel();
+  endpoint_keys_.push_back(ep->api_key);
+  if (cancelled_.load()) throw workflow::CancelledError("the attempt was cancelled (timeout or shutdown)");
+  return ep;
+}
+
+std::vector<tok::RecordedCall> EngineClient::history(bool clear) {
+  return clear ? history_.take() : history_.calls();
 }
 
 engine::SamplingParams EngineClient::params(const workflow::GenOptions& o) const {
@@ -84,6 +115,8 @@ std::vector<workflow::Sample> EngineClient::generate_ids(const std::vector<int32
   engine::SamplingParams p = params(opt);
   const uint64_t call = calls_.fetch_add(1);
   if (!p.seed && seed_) p.seed = *seed_ + 7919 * call;
+  const double start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  Timer t;
   engine::RequestHandle h = m_.engine->submit(prompt_ids, p);
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -98,6 +131,24 @@ std::vector<workflow::Sample> EngineClient::generate_ids(const std::vector<int32
   }
   check();
   if (!r.error.empty()) throw ValueError("explorer", strcat("generation failed: ", r.error));
+  if (m_.record_history) {
+    const double seconds = t.seconds();
+    for (size_t i = 0; i < r.completions.size(); ++i) {
+      const auto& c = r.completions[i];
+      tok::RecordedCall rc;
+      rc.id = strcat("call-", call);
+      rc.choice = static_cast<int64_t>(i);
+      rc.prompt_ids = r.prompt_ids;
+      rc.ids = c.token_ids;
+      rc.logprobs = c.logprobs;
+      rc.model_version = c.model_version;
+      rc.finish_reason = c.finish_reason;
+      rc.start = start;
+      rc.seconds = seconds;
+      rc.endpoint = "generate";
+      history_.add(std::move(rc));
+    }
+  }
   std::vector<workflow::Sample> out;
   out.reserve(r.completions.size());
   for (auto& c : r.completions) {

@@ -18,6 +18,8 @@
 
 namespace trinity::explorer {
 
+class AgentServer;
+
 // model.* rollout defaults (Trinity GenerationConfig, filled from the config).
 struct RolloutDefaults {
   double temperature = 1.0, top_p = 1.0, repetition_penalty = 1.0;
@@ -34,6 +36,9 @@ struct RolloutModel {
   std::vector<int32_t> stop_ids;                    // tokenizer eos etc. (besides the model's EOS)
   RolloutDefaults defaults;
   std::string model_dir;
+  bool record_history = false;  // explorer.rollout_model.enable_history: clients record their calls
+  // The loopback OpenAI endpoint for agents (command_workflow), started on first use.
+  std::shared_ptr<AgentServer> agent_server() const;
   // Loads tokenizer files from `dir` for a model whose vocabulary is `model_vocab`. A custom
   // chat template (model.custom_chat_template) replaces the tokenizer_config one when non-empty.
   static std::shared_ptr<const tok::ChatFormatter> load_chat(const std::string& dir, int64_t model_vocab,
@@ -48,6 +53,7 @@ struct RolloutModel {
  private:
   mutable std::mutex mu_;
   mutable std::shared_ptr<const model::Transformer> weights_;
+  mutable std::shared_ptr<AgentServer> agent_;
 };
 
 class EngineClient : public workflow::ModelClient {
@@ -73,8 +79,11 @@ class EngineClient : public workflow::ModelClient {
   int64_t model_version() const override;
   int64_t max_model_len() const override;
   bool cancelled() const override { return cancelled_.load(); }
+  std::unique_ptr<workflow::OpenAIEndpoint> open_openai_endpoint() override;
+  std::vector<tok::RecordedCall> history(bool clear = true) override;
 
-  // Cancels in-flight requests; later calls throw CancelledError. Thread-safe.
+  // Cancels in-flight requests and the endpoints this client opened; later calls throw
+  // CancelledError. Thread-safe.
   void cancel();
 
  private:
@@ -94,6 +103,8 @@ class EngineClient : public workflow::ModelClient {
   std::atomic<bool> cancelled_{false};
   std::mutex mu_;
   std::vector<engine::RequestHandle> inflight_;
+  std::vector<std::string> endpoint_keys_;  // keys of the endpoints opened (closed on cancel)
+  tok::ChatHistory history_;                // calls recorded when the model records history
 };
 
 }  // namespace trinity::explorer

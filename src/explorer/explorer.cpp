@@ -13,6 +13,7 @@
 #include "monitor/progress.h"
 #include "pipeline/advantages.h"
 #include "sync/synchronizer.h"
+#include "workflow/command_workflow.h"
 
 namespace trinity::explorer {
 
@@ -25,6 +26,11 @@ std::string failure_class(const std::string& error) {
   if (error.rfind("timeout", 0) == 0) return "timeout";
   if (error.find("returned no experiences") != std::string::npos) return "no_experiences";
   if (error == "shutdown") return "shutdown";
+  // command_workflow: "[agent] <reason>: ..." -> agent_<reason>.
+  if (const size_t a = error.find("[agent] "); a != std::string::npos) {
+    const size_t b = a + 8, colon = error.find(':', b);
+    if (colon != std::string::npos && colon > b && colon - b <= 16) return "agent_" + error.substr(b, colon - b);
+  }
   return "error";
 }
 
@@ -112,11 +118,16 @@ void Explorer::finish_step(Pending& p) {
   std::vector<Metrics> task_rows;
   int64_t ok = 0, failed = 0;
   std::map<std::string, int64_t> fails;
+  double inconsistent = 0;  // agent calls that extended no earlier call (sum over runs)
+  bool agents = false;
   for (auto& f : p.results) {
     TaskResult r = f.get();
     if (r.ok) {
       ++ok;
       task_rows.push_back(r.metrics);
+      for (const auto& rm : r.run_metrics)
+        if (auto it = rm.find(workflow::kInconsistentHistoryMetric); it != rm.end())
+          inconsistent += it->second, agents = true;
       for (auto& e : r.experiences) exps.push_back(std::move(e));
     } else {
       ++failed;
@@ -144,6 +155,7 @@ void Explorer::finish_step(Pending& p) {
   m["rollout/finished_task_count"] = static_cast<double>(ok);
   m["rollout/failed_task_count"] = static_cast<double>(failed);
   for (const auto& [c, n] : fails) m["rollout/failed/" + c] = static_cast<double>(n);
+  if (agents) m[std::string("rollout/") + workflow::kInconsistentHistoryMetric] = inconsistent;
   m["rollout/model_version"] = static_cast<double>(model_->engine->model_version());
   {  // Prefix cache: tokens looked up / reused since the last step, pages held, evictions so far.
     const engine::EngineStats es = model_->engine->stats();

@@ -30,11 +30,11 @@ struct Attempt {
 };
 
 // One run of a workflow that is not can_repeat (run id r), with its own instance and rng stream.
-std::vector<buffer::Experience> run_once(const buffer::Task& task, workflow::ModelClient* model,
-                                         const std::vector<workflow::ModelClient*>& aux, uint64_t seed, int64_t r,
-                                         double* seconds) {
+std::vector<buffer::Experience> run_once(const workflow::RunContext& base, const buffer::Task& task,
+                                         workflow::ModelClient* model, const std::vector<workflow::ModelClient*>& aux,
+                                         uint64_t seed, int64_t r, double* seconds) {
   Rng rng(seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(r + 1));
-  workflow::RunContext ctx;
+  workflow::RunContext ctx = base;
   ctx.task = &task;
   ctx.model = model;
   ctx.auxiliary_models = aux;
@@ -51,7 +51,12 @@ std::vector<buffer::Experience> run_once(const buffer::Task& task, workflow::Mod
 }
 
 void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64_t task_id, uint64_t seed,
-                 uint64_t uid_seed, bool concurrent) {
+                 uint64_t uid_seed, bool concurrent, std::string work_dir, std::string log_dir) {
+  workflow::RunContext base;
+  base.batch_id = batch_id;
+  base.task_id = task_id;
+  base.work_dir = std::move(work_dir);
+  base.log_dir = std::move(log_dir);
   std::vector<buffer::Experience> exps;
   std::vector<double> run_seconds;
   bool inside = false;
@@ -65,7 +70,7 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
     const int64_t repeats = std::max<int64_t>(1, task.repeat_times);
     if (wf->can_repeat()) {
       Rng rng(seed);
-      workflow::RunContext ctx;
+      workflow::RunContext ctx = base;
       ctx.task = &task;
       ctx.model = model;
       ctx.auxiliary_models = aux;
@@ -87,7 +92,7 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
         threads.emplace_back([&, r] {
           const size_t i = static_cast<size_t>(r);
           try {
-            parts[i] = run_once(task, model, aux, seed, r, &run_seconds[i]);
+            parts[i] = run_once(base, task, model, aux, seed, r, &run_seconds[i]);
           } catch (const std::exception& e) {
             errors[i] = e.what();
           }
@@ -100,7 +105,7 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
     } else {
       for (int64_t r = 0; r < repeats; ++r) {
         double secs = 0;
-        auto part = run_once(task, model, aux, seed, r, &secs);
+        auto part = run_once(base, task, model, aux, seed, r, &secs);
         run_seconds.push_back(secs);
         for (auto& e : part) exps.push_back(std::move(e));
       }
@@ -266,7 +271,8 @@ TaskResult RunnerPool::run_task(const TaskJob& job) {
       running_cancels_[id] = st->client.cancel;
     }
     const double timeout = attempt_timeout();
-    std::thread th(run_attempt, st, job.batch_id, job.task_id, seed, job.seed, opts_.concurrent_repeats);
+    std::thread th(run_attempt, st, job.batch_id, job.task_id, seed, job.seed, opts_.concurrent_repeats, opts_.work_dir,
+                   opts_.log_dir);
     bool finished;
     {
       std::unique_lock<std::mutex> l(st->mu);

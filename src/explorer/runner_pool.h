@@ -38,6 +38,8 @@ struct RunnerOptions {
   bool dynamic_timeout = false;
   double dynamic_ratio = 3.0;
   int64_t dynamic_min_tasks = 1;
+  std::string work_dir;  // RunContext::work_dir: the config file's directory (agent commands run there)
+  std::string log_dir;   // RunContext::log_dir: per-run agent logs ("" = the debug log)
 };
 
 struct TaskJob {

@@ -92,11 +92,11 @@ trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_s
 }
 
 // An engine with its tokenizer files and sampling defaults for one inference model.
-std::shared_ptr<const explorer::RolloutModel> inference_model(const config::InferenceModelConfig& r,
-                                                               const std::string& model_path,
-                                                               const std::string& chat_template, int64_t max_model_len,
-                                                               std::shared_ptr<const model::Transformer> weights,
-                                                               int64_t version) {
+std::shared_ptr<explorer::RolloutModel> inference_model(const config::InferenceModelConfig& r,
+                                                        const std::string& model_path, const std::string& chat_template,
+                                                        int64_t max_model_len,
+                                                        std::shared_ptr<const model::Transformer> weights,
+                                                        int64_t version) {
   auto rm = std::make_shared<explorer::RolloutModel>();
   rm->model_dir = model_path;
   rm->chat = explorer::RolloutModel::load_chat(model_path, weights->config().vocab_size, chat_template, &rm->stop_ids);
@@ -122,8 +122,10 @@ std::shared_ptr<const explorer::RolloutModel> rollout_model(const config::Config
                                                              int64_t version) {
   config::InferenceModelConfig r = c.explorer.rollout_model;
   if (r.max_response_tokens <= 0) r.max_response_tokens = c.model.max_response_tokens;
-  return inference_model(r, c.model.model_path, c.model.custom_chat_template, c.model.max_model_len,
-                         std::move(weights), version);
+  auto rm = inference_model(r, c.model.model_path, c.model.custom_chat_template, c.model.max_model_len,
+                            std::move(weights), version);
+  rm->record_history = r.enable_history;
+  return rm;
 }
 
 // explorer.auxiliary_models: fixed weights (version 0), their own tokenizer files.
@@ -166,6 +168,8 @@ explorer::ExplorerOptions explorer_options(const config::Config& c) {
   o.runner.dynamic_timeout = c.explorer.dynamic_timeout.enable;
   o.runner.dynamic_ratio = c.explorer.dynamic_timeout.ratio;
   o.runner.dynamic_min_tasks = c.buffer.batch_size;
+  o.runner.work_dir = c.config_dir;
+  o.runner.log_dir = c.job_dir().empty() ? "" : c.job_dir() + "/log/agents";
   o.sync_blocking = c.synchronizer.sync_style == "fixed";
   o.eval_interval = c.explorer.eval_interval;
   o.eval_on_startup = c.explorer.eval_on_startup;
