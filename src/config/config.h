@@ -118,7 +118,11 @@ struct ExplorerConfig {
   std::map<std::string, std::string> env_vars;
   double runner_state_report_interval = 0;
   int64_t proxy_port = 8010;  // serve mode
-  std::string listen_address = "0.0.0.0";
+  // Trinity's default is 0.0.0.0; trinity serves on loopback unless told otherwise (an open
+  // endpoint that trains on its traffic is not a safe default).
+  std::string listen_address = "127.0.0.1";
+  std::string proxy_api_key;         // trinity extension: the serve endpoint's key ("" = $TRINITY_API_KEY, else none)
+  double proxy_pending_ttl = 86400;  // trinity extension: seconds an unrewarded served call is kept
   InferenceModelConfig rollout_model;
   std::vector<InferenceModelConfig> auxiliary_models;
   struct DynamicTimeout {

@@ -339,6 +339,7 @@ void derive_explorer(Ctx& c, const Tree& root, Parsed& p) {
     }
   }
   positive(c, root, "explorer.runner_per_model", static_cast<double>(e.runner_per_model));
+  positive(c, root, "explorer.proxy_pending_ttl", e.proxy_pending_ttl);
   if (e.runner_per_model > kMaxRunners)
     bad(c, root, "explorer.runner_per_model",
         strcat(e.runner_per_model, " is above trinity's limit of ", kMaxRunners, " (each runner is a thread)"));

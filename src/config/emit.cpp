@@ -329,6 +329,8 @@ std::string to_yaml(const Config& c) {
   kv(e, "runner_state_report_interval", x.runner_state_report_interval);
   kv(e, "proxy_port", x.proxy_port);
   kv(e, "listen_address", x.listen_address);
+  kv(e, "proxy_api_key", x.proxy_api_key);
+  kv(e, "proxy_pending_ttl", x.proxy_pending_ttl);
   e << Key << "rollout_model" << Value;
   inference(e, x.rollout_model, false);
   e << Key << "auxiliary_models" << Value << BeginSeq;

@@ -211,6 +211,8 @@ void parse_explorer(Ctx& c, const Tree* t, Parsed& p) {
   s.boolean("bench_on_latest_checkpoint", e.bench_on_latest_checkpoint);
   s.i64("proxy_port", e.proxy_port);
   s.str("listen_address", e.listen_address);
+  s.str("proxy_api_key", e.proxy_api_key);
+  s.f64("proxy_pending_ttl", e.proxy_pending_ttl);
   if (const Tree* dt = s.get("dynamic_timeout")) {
     Section ds(c, dt, "explorer.dynamic_timeout");
     ds.boolean("enable", e.dynamic_timeout.enable);

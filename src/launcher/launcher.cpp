@@ -1,5 +1,6 @@
 // Launcher: stages and modes (see launcher.h).
 #include "launcher/launcher.h"
+#include "launcher/serve_mode.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -543,6 +544,8 @@ StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop)
     s = run_both(c, stop, false, true);
   else if (c.mode == "bench")
     s = run_bench(c, stop);
+  else if (c.mode == "serve")
+    s = run_serve(c, stop);
   else
     throw UnsupportedError("launcher", strcat("mode '", c.mode, "' is not supported by `trinity run` (use `trinity serve` for serving)"));
   s.name = c.name;

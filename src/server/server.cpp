@@ -144,7 +144,8 @@ void Server::Impl::record(const Scope& scope, const std::string& id, const char*
         }
         rc.answer_key = tok::assistant_key(content.value_or(""), calls);
       }
-      scope.rec->history->add(std::move(rc));
+      scope.rec->history->add(rc);
+      if (scope.rec->on_record) scope.rec->on_record(rc);
     }
   }
 }
@@ -364,14 +365,15 @@ void Server::Impl::dispatch(const http::Request& req, http::Response& res) {
     }
     return;
   }
-  if (opts.recording_for_key && req.path.rfind("/v1/", 0) == 0) {
+  const bool keyed = req.path.rfind("/v1/", 0) == 0 || (r && r->needs_key);
+  if (opts.recording_for_key && keyed) {
     try {
       (void)scope_of(req);
     } catch (const ApiError& e) {
       send_error(res, e);
       return;
     }
-  } else if (!opts.api_key.empty() && req.path.rfind("/v1/", 0) == 0) {
+  } else if (!opts.api_key.empty() && keyed) {
     const std::string want = "Bearer " + opts.api_key;
     const std::string got = req.header("Authorization");
     // Constant-time comparison.
@@ -543,6 +545,21 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
   ho.on_complete = [p](const http::Request& req, const http::Response& res) { p->completed(req, res); };
   im.http = std::make_unique<http::Server>(std::move(ho));
 
+  for (const ExtraRoute& x : im.opts.routes) {
+    auto h = x.handler;
+    auto fn = [h](const http::Request& q, http::Response& r) {
+      std::pair<int, std::string> out;
+      try {
+        out = h(q.body, q.header("Accept"));
+      } catch (const std::invalid_argument& e) {
+        throw ApiError(400, e.what());
+      }
+      const bool json = !out.second.empty() && (out.second[0] == '{' || out.second[0] == '[');
+      r.status = out.first;
+      r.set_content(out.second, json ? "application/json" : "text/plain; version=0.0.4; charset=utf-8");
+    };
+    im.routes.push_back({x.method, x.path, std::move(fn), x.needs_key});
+  }
   auto get = [&im](std::string path, std::function<void(const http::Request&, http::Response&)> fn) {
     im.routes.push_back({"GET", std::move(path), std::move(fn)});
   };
@@ -626,6 +643,10 @@ void Server::stop() {
     for (auto& [k, f] : im.inflight) f.handle.cancel();
   }
   if (im.http) im.http->stop();
+}
+
+std::string Server::metrics_text() {
+  return impl_->metrics_text();
 }
 
 void Server::cancel_key(const std::string& key) {

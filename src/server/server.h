@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/engine.h"
@@ -27,6 +28,19 @@ struct Recording {
   // Sampling for the fields a chat / completions request leaves out (temperature, top_p, top_k,
   // min_p, repetition_penalty, max_tokens capped to the context, min_tokens); null: OpenAI defaults.
   std::shared_ptr<const engine::SamplingParams> defaults;
+  // Called with each call after it is added to `history` (serve mode persists it); may throw, which
+  // fails the request with 500.
+  std::function<void(const tok::RecordedCall&)> on_record;
+};
+
+// A route added by the embedding program (serve mode's /feedback, /commit, /metrics). Routes are
+// matched before the built-in ones, so an extra route can replace one. `body` is the request body;
+// the handler returns (HTTP status, JSON body) or throws (std::invalid_argument -> 400 with its
+// message; anything else -> 500).
+struct ExtraRoute {
+  std::string method, path;
+  bool needs_key = true;  // checked against api_key / recording_for_key like /v1/ routes
+  std::function<std::pair<int, std::string>(const std::string& body, const std::string& accept)> handler;
 };
 
 struct ServerOptions {
@@ -45,6 +59,7 @@ struct ServerOptions {
   // does not know (nullopt, e.g. a run that ended) is answered 401. Replaces api_key when set.
   std::function<std::optional<Recording>(const std::string& key)> recording_for_key;
   bool any_model = false;  // accept any `model` name (agents written for other APIs)
+  std::vector<ExtraRoute> routes;
 };
 
 class Server {
@@ -65,6 +80,8 @@ class Server {
   void stop();
   // Thread-safe: cancels the in-flight requests made with API key `key` (a run that was cancelled).
   void cancel_key(const std::string& key);
+  // The Prometheus text of GET /metrics (for an ExtraRoute that replaces /metrics).
+  std::string metrics_text();
 
   struct Impl;
 

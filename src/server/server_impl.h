@@ -100,6 +100,7 @@ struct Server::Impl {
   struct Route {
     std::string method, path;  // path ending in '/': a prefix
     std::function<void(const http::Request&, http::Response&)> fn;
+    bool needs_key = false;  // an ExtraRoute with needs_key (the /v1/ routes are checked by prefix)
   };
   std::vector<Route> routes;
   std::mutex metrics_mu;

@@ -54,21 +54,24 @@ std::string assistant_key(const jinja::Value& message) {
 
 void ChatHistory::add(RecordedCall call) {
   std::lock_guard<std::mutex> l(mu_);
-  if (calls_.size() >= max_calls_)
-    throw ValueError("history",
-                     strcat("more than ", max_calls_, " model calls recorded in one run; the agent is looping"));
+  if (calls_.size() >= max_calls_) {
+    if (!rolling_)
+      throw ValueError("history",
+                       strcat("more than ", max_calls_, " model calls recorded in one run; the agent is looping"));
+    calls_.pop_front();
+  }
   calls_.push_back(std::move(call));
 }
 
 std::vector<RecordedCall> ChatHistory::calls() const {
   std::lock_guard<std::mutex> l(mu_);
-  return calls_;
+  return {calls_.begin(), calls_.end()};
 }
 
 std::vector<RecordedCall> ChatHistory::take() {
   std::lock_guard<std::mutex> l(mu_);
-  std::vector<RecordedCall> out;
-  out.swap(calls_);
+  std::vector<RecordedCall> out(std::make_move_iterator(calls_.begin()), std::make_move_iterator(calls_.end()));
+  calls_.clear();
   return out;
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -55,9 +56,11 @@ std::string assistant_key(const jinja::Value& message);
 
 class ChatHistory {
  public:
-  explicit ChatHistory(size_t max_calls = 4096) : max_calls_(max_calls) {}
+  // rolling = false: add() refuses the call after max_calls (one run: a runaway agent); true: the
+  // oldest call is forgotten instead (serve mode's long-lived history, used only for splicing).
+  explicit ChatHistory(size_t max_calls = 4096, bool rolling = false) : max_calls_(max_calls), rolling_(rolling) {}
 
-  // Appends a call. ValueError once the scope holds max_calls calls (a runaway agent).
+  // Appends a call. ValueError once a non-rolling history holds max_calls calls.
   void add(RecordedCall call);
   std::vector<RecordedCall> calls() const;
   // Returns the calls and clears the history (Trinity's extract_experience_from_history).
@@ -76,8 +79,9 @@ class ChatHistory {
 
  private:
   mutable std::mutex mu_;
-  std::vector<RecordedCall> calls_;
+  std::deque<RecordedCall> calls_;
   size_t max_calls_;
+  bool rolling_;
 };
 
 }  // namespace trinity::tok
