@@ -150,7 +150,7 @@ void parse_buffer(Ctx& c, const Tree* t, Parsed& p) {
     if (const Tree* wa = es.get("workflow_args")) {
       if (!wa->is_map())
         c.fail(*wa, strcat("buffer.explorer_input.workflow_args: expected a mapping, got ", wa->short_repr()));
-      b.explorer_input.workflow_args = tree_to_json_text(*wa);
+      b.explorer_input.workflow_args = to_json(*wa).dump();  // canonical (sorted keys), as a taskset's
     }
     es.finish();
   }

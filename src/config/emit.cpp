@@ -2,6 +2,8 @@
 // docs/config.md. Used by `trinity config check` and written next to checkpoints by the launcher.
 #include <yaml-cpp/yaml.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -61,12 +63,35 @@ void kv(YAML::Emitter& e, const char* k, const std::string& v) {
 
 // A free-form mapping kept as JSON text (workflow_args, kwargs, ...): emitted as a YAML mapping (JSON
 // is YAML flow syntax), so that loading the output reads the same mapping back.
+// Strings double-quoted (so "6" stays a string), floats through float_text.
+void json_value(YAML::Emitter& e, const nlohmann::json& j) {
+  if (j.is_object()) {
+    e << BeginMap;
+    for (const auto& [k, v] : j.items()) {
+      e << Key << k << Value;
+      json_value(e, v);
+    }
+    e << EndMap;
+  } else if (j.is_array()) {
+    e << BeginSeq;
+    for (const auto& v : j) json_value(e, v);
+    e << EndSeq;
+  } else if (j.is_string()) {
+    e << YAML::DoubleQuoted << j.get<std::string>();
+  } else if (j.is_boolean()) {
+    e << j.get<bool>();
+  } else if (j.is_number_integer()) {
+    e << j.get<int64_t>();
+  } else if (j.is_number_float()) {
+    e << float_text(j.get<double>());
+  } else {
+    e << YAML::Null;
+  }
+}
+
 void kv_json(YAML::Emitter& e, const char* k, const std::string& json_text) {
-  e << Key << k << Value;
-  if (json_text.empty())
-    e << YAML::Flow << BeginMap << EndMap;
-  else
-    e << YAML::Flow << YAML::Load(json_text);
+  e << Key << k << Value << YAML::Flow;
+  json_value(e, json_text.empty() ? nlohmann::json::object() : nlohmann::json::parse(json_text));
 }
 
 void arg(YAML::Emitter& e, const algo::ArgValue& v) {

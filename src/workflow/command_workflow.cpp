@@ -2,6 +2,7 @@
 // command_workflow.h).
 #include "workflow/command_workflow.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <deque>
@@ -25,6 +26,7 @@ using json = nlohmann::json;
 
 constexpr size_t kMaxLogBytes = size_t{16} << 20;  // per run's log file
 constexpr size_t kStderrTail = 5;                  // stderr lines quoted in a failure
+constexpr size_t kMaxEnvTask = size_t{96} << 10;   // larger task rows go on stdin only
 
 // A failed run; the message names the reason class the explorer counts.
 class AgentError : public Error {
@@ -168,6 +170,11 @@ RunOutcome run_command(const CommandArgs& args, RunContext& ctx, int64_t run, ui
   so.env = {{"OPENAI_BASE_URL", ep->base_url},     {"OPENAI_API_BASE", ep->base_url}, {"OPENAI_API_KEY", ep->api_key},
             {"TRINITY_MODEL", ep->model},          {"TRINITY_TASK", task.raw},        {"TRINITY_RUN_ID", run_id},
             {"TRINITY_REPEAT_INDEX", strcat(run)}, {"TRINITY_SEED", strcat(seed)}};
+  // Linux limits one environment string to 128 KiB: a larger row is only on stdin.
+  if (task.raw.size() > kMaxEnvTask)
+    so.env.erase(
+        std::remove_if(so.env.begin(), so.env.end(), [](const auto& kv) { return kv.first == "TRINITY_TASK"; }),
+        so.env.end());
   for (const auto& kv : args.env) so.env.push_back(kv);
   so.stdin_data = task.raw + "\n";
   so.timeout_s = args.timeout;

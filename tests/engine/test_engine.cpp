@@ -238,6 +238,29 @@ TEST(Engine, WeightSwapChangesVersionAndLogprobs) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(b.logprobs[i], want[i], 1e-4);
 }
 
+// The default policy (kFinish): a request running when new weights arrive finishes on the weights it
+// started with: every logprob matches the old model, none the new one (never mixed weights).
+TEST(Engine, SwapDuringARequestNeverMixesWeights) {
+  auto m1 = make_model(11), m2 = make_model(12);
+  Engine e(m1, 1, nullptr, small_opts(64 << 20));
+  SamplingParams p;
+  p.max_tokens = 40;
+  p.ignore_eos = true;
+  p.seed = 5;
+  std::atomic<int> events{0};
+  auto h = e.submit({1, 2, 3}, p, [&](const StreamEvent&) { ++events; });
+  while (events < 2) std::this_thread::sleep_for(1ms);
+  std::thread swap([&] { e.update_weights(m2, 2); });
+  const auto r = h.wait().completions[0];
+  swap.join();
+  EXPECT_EQ(r.model_version, 1);
+  ASSERT_EQ(r.token_ids.size(), 40u);
+  const auto old_lp = recompute(*m1, {1, 2, 3}, r.token_ids, 1.0f);
+  for (size_t i = 0; i < old_lp.size(); ++i) EXPECT_NEAR(r.logprobs[i], old_lp[i], 1e-4) << "token " << i;
+  const auto b = e.generate({1, 2, 3}, p).completions[0];
+  EXPECT_EQ(b.model_version, 2);
+}
+
 TEST(Engine, SwapWithAbortPolicyEndsRunningRequests) {
   auto m1 = make_model(8), m2 = make_model(9);
   auto o = small_opts(64 << 20);
