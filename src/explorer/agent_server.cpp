@@ -79,7 +79,9 @@ std::unique_ptr<workflow::OpenAIEndpoint> AgentServer::open(std::shared_ptr<cons
   ep->base_url = strcat("http://127.0.0.1:", port_, "/v1");
   ep->model = model_name_;
   ep->history = std::make_shared<tok::ChatHistory>();
-  server::Recording rec{ep->history, std::move(defaults)};
+  server::Recording rec;
+  rec.history = ep->history;
+  rec.defaults = std::move(defaults);
   std::lock_guard<std::mutex> l(mu_);
   keys_[ep->api_key] = std::move(rec);
   return ep;

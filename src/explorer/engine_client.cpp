@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "engine/recorded_call.h"
 #include "explorer/agent_server.h"
 #include "tokenizer/model_files.h"
 
@@ -133,21 +134,9 @@ std::vector<workflow::Sample> EngineClient::generate_ids(const std::vector<int32
   if (!r.error.empty()) throw ValueError("explorer", strcat("generation failed: ", r.error));
   if (m_.record_history) {
     const double seconds = t.seconds();
-    for (size_t i = 0; i < r.completions.size(); ++i) {
-      const auto& c = r.completions[i];
-      tok::RecordedCall rc;
-      rc.id = strcat("call-", call);
-      rc.choice = static_cast<int64_t>(i);
-      rc.prompt_ids = r.prompt_ids;
-      rc.ids = c.token_ids;
-      rc.logprobs = c.logprobs;
-      rc.model_version = c.model_version;
-      rc.finish_reason = c.finish_reason;
-      rc.start = start;
-      rc.seconds = seconds;
-      rc.endpoint = "generate";
-      history_.add(std::move(rc));
-    }
+    for (size_t i = 0; i < r.completions.size(); ++i)
+      history_.add(engine::recorded_call(r.completions[i], r.prompt_ids, strcat("call-", call), static_cast<int64_t>(i),
+                                         start, seconds, "generate"));
   }
   std::vector<workflow::Sample> out;
   out.reserve(r.completions.size());

@@ -5,6 +5,7 @@
 // The Impl struct and helpers are in server_impl.h; the Responses API in server_responses.cpp.
 #include <nlohmann/json.hpp>
 
+#include "engine/recorded_call.h"
 #include "server/server_impl.h"
 
 namespace trinity::server {
@@ -121,17 +122,8 @@ void Server::Impl::record(const Scope& scope, const std::string& id, const char*
     for (size_t i = 0; i < comps.size(); ++i) {
       const engine::Completion& c = comps[i];
       if (c.token_ids.empty()) continue;
-      tok::RecordedCall rc;
-      rc.id = id;
-      rc.choice = static_cast<int64_t>(p * comps.size() + i);
-      rc.prompt_ids = prompts[p];
-      rc.ids = c.token_ids;
-      rc.logprobs = c.logprobs;
-      rc.model_version = c.model_version;
-      rc.finish_reason = c.finish_reason;
-      rc.start = start;
-      rc.seconds = seconds;
-      rc.endpoint = endpoint;
+      tok::RecordedCall rc = engine::recorded_call(c, prompts[p], id, static_cast<int64_t>(p * comps.size() + i), start,
+                                                   seconds, endpoint);
       if (cp) {
         rc.spliced = !cp->spliced_via.empty();
         rc.render_key = cp->render_key;

@@ -86,7 +86,7 @@ CommandArgs parse_args(const buffer::Task& task) {
   return a;
 }
 
-// The run's log file (bounded), or the debug log when there is no log folder.
+// The run's log file (bounded), or the log (info) when there is no log folder.
 class RunLog {
  public:
   RunLog(const std::string& dir, const std::string& name) : name_(name) {
@@ -95,7 +95,7 @@ class RunLog {
     std::filesystem::create_directories(dir, ec);
     path_ = (std::filesystem::path(dir) / (name + ".log")).string();
     f_ = std::fopen(path_.c_str(), "w");
-    if (!f_) log::warn("command_workflow: cannot write ", path_, "; the agent's output goes to the debug log");
+    if (!f_) log::warn("command_workflow: cannot write ", path_, "; the agent's output goes to the log");
   }
   ~RunLog() {
     if (f_) std::fclose(f_);
@@ -104,8 +104,8 @@ class RunLog {
   RunLog& operator=(const RunLog&) = delete;
   void line(std::string_view stream, std::string_view text) {
     std::lock_guard<std::mutex> l(mu_);
-    if (!f_) {
-      log::debug("agent ", name_, " ", stream, ": ", text);
+    if (!f_) {  // no log folder (trinity debug workflow): the agent's output is shown as it comes
+      log::info("agent ", name_, " ", stream, ": ", text);
       return;
     }
     if (written_ >= kMaxLogBytes) return;

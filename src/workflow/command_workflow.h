@@ -6,7 +6,8 @@
 //   plus workflow_args.env,
 // and waits for it. The last stdout line that is a JSON object with a numeric "reward" is the
 // result ({"reward": r, "metrics": {name: number}, "info": {...}}); every other line goes to the
-// run's log file (RunContext::log_dir/<batch>-<task>-<run>.log, at most 16 MiB). The recorded calls
+// run's log file (RunContext::log_dir/<batch>-<task>-<run>.log, at most 16 MiB; without a log_dir, as
+// in `trinity debug workflow`, to the log as info lines). The recorded calls
 // become experiences by workflow/history.h, each with the run's reward and metrics.
 // Runs of a task (repeat_times) run side by side. A run fails, and with it the attempt (which the
 // runner retries), when the command cannot start, exits non-zero, is killed, exceeds

@@ -275,8 +275,8 @@ class ServerRecording : public ServerTools {
     d->max_tokens = 3;
     so.any_model = true;
     so.recording_for_key = [this, d](const std::string& key) -> std::optional<server::Recording> {
-      if (key == "k1") return server::Recording{h1_, nullptr};
-      if (key == "k2") return server::Recording{h2_, d};
+      if (key == "k1") return server::Recording{h1_, nullptr, nullptr};
+      if (key == "k2") return server::Recording{h2_, d, nullptr};
       return std::nullopt;
     };
   }
