@@ -1,6 +1,6 @@
 // Token sampler (see sampling.h). One vectorised pass computes the tempered exps (they give the
-// reported log-softmax and, for plain temperature sampling, the draw itself); filters that need an
-// order (top_k, top_p) select or sort only the prefix they keep.
+// reported log-softmax and, for plain temperature sampling, the draw itself); everything else
+// (penalty, bans, greedy, top_k / top_p / min_p) runs the stages of sampler_chain.h in a fixed order.
 #include "engine/sampling.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "engine/sampler_chain.h"
 #include "tensor/vmath.h"
 
 namespace trinity::engine {
@@ -131,21 +132,15 @@ TokenChoice sample_token(float* z, int64_t v, const SamplingParams& p,
     out.logprob = report(pick);
     return out;
   }
-  // General path on a modified copy: penalties, bans, then the filters.
+  // General path: the sampler chain (sampler_chain.h) on a copy of the logits, in its fixed order
+  // (vLLM's): repetition penalty, bans, argmax (greedy stops there), temperature softmax, top_k,
+  // top_p, min_p, draw.
   std::memcpy(s, z, sizeof(float) * static_cast<size_t>(v));
-  if (p.repetition_penalty != 1.0) {
-    const float rp = static_cast<float>(p.repetition_penalty);
-    std::vector<int32_t> seen = history;
-    std::sort(seen.begin(), seen.end());
-    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
-    for (int32_t id : seen)
-      if (id >= 0 && id < v) s[id] = s[id] > 0 ? s[id] / rp : s[id] * rp;
-  }
-  for (int32_t id : banned)
-    if (id >= 0 && id < v) s[id] = -std::numeric_limits<float>::infinity();
-  int32_t best = 0;
-  for (int64_t i = 1; i < v; ++i)
-    if (s[i] > s[best]) best = static_cast<int32_t>(i);
+  thread_local Candidates c;
+  c.reset(s, v);
+  apply_repetition_penalty(c, history, p.repetition_penalty);
+  apply_bans(c, banned);
+  const int32_t best = argmax(c);
   if (!(s[best] > -std::numeric_limits<float>::infinity()))
     throw ValueError("sampling", "every token is banned or masked; nothing can be sampled");
   if (greedy) {
@@ -153,62 +148,11 @@ TokenChoice sample_token(float* z, int64_t v, const SamplingParams& p,
     out.logprob = report(best);
     return out;
   }
-  // Probabilities of the tempered, penalised logits.
-  const float smax = s[best] * inv_t;
-  thread_local std::vector<int32_t> cand;
-  cand.clear();
-  cand.reserve(static_cast<size_t>(v));
-  for (int64_t i = 0; i < v; ++i) {
-    s[i] = std::isinf(s[i]) && s[i] < 0 ? 0.0f : std::exp(s[i] * inv_t - smax);
-    if (s[i] > 0) cand.push_back(static_cast<int32_t>(i));
-  }
-  // Candidates in descending probability (ties: lower id first) are needed only as a prefix:
-  // top_k selects (nth_element), top_p sorts a growing prefix until it holds top_p of the mass.
-  auto by_prob = [&](int32_t a, int32_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); };
-  if (p.top_k > 0 && p.top_k < static_cast<int64_t>(cand.size())) {
-    std::nth_element(cand.begin(), cand.begin() + p.top_k, cand.end(), by_prob);
-    cand.resize(static_cast<size_t>(p.top_k));
-  }
-  double total = 0;
-  for (int32_t id : cand) total += s[id];
-  if (p.top_p < 1.0) {
-    size_t pre = std::min<size_t>(cand.size(), 256);
-    for (;;) {
-      std::partial_sort(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(pre), cand.end(), by_prob);
-      double acc = 0;
-      size_t keep = 0;
-      bool reached = false;
-      while (keep < pre) {
-        acc += s[cand[keep]] / total;
-        ++keep;
-        if (acc >= p.top_p) {
-          reached = true;
-          break;
-        }
-      }
-      if (reached || pre == cand.size()) {
-        cand.resize(std::max<size_t>(keep, 1));
-        break;
-      }
-      pre = std::min(cand.size(), pre * 8);
-    }
-  }
-  if (p.min_p > 0) {
-    const float thr = static_cast<float>(p.min_p);  // relative to the top probability (max is 1)
-    cand.erase(std::remove_if(cand.begin(), cand.end(), [&](int32_t id) { return s[id] < thr; }), cand.end());
-    if (cand.empty()) cand.push_back(best);
-  }
-  total = 0;
-  for (int32_t id : cand) total += s[id];
-  double r = rng.uniform() * total;
-  int32_t pick = cand.back();
-  for (int32_t id : cand) {
-    r -= s[id];
-    if (r < 0) {
-      pick = id;
-      break;
-    }
-  }
+  apply_temperature_softmax(c, inv_t, best);
+  apply_top_k(c, p.top_k);
+  apply_top_p(c, p.top_p);
+  apply_min_p(c, p.min_p, best);
+  const int32_t pick = draw(c, rng);
   out.token = pick;
   out.logprob = report(pick);
   return out;

@@ -1,6 +1,7 @@
 // Sampling parameters and the per-token sampler of the generation engine.
 // Order of operations on a row of logits z (vLLM's order): repetition penalty, min_tokens (EOS and
-// stop ids masked), temperature, then top_k / top_p / min_p filtering, then a draw.
+// stop ids masked), temperature, then top_k / top_p / min_p filtering, then a draw (the stages of
+// sampler_chain.h; plain tempered sampling takes a fast path with the same distribution).
 // The logprob REPORTED for the drawn token is log_softmax(z / temperature) over the full vocabulary
 // without penalties or filtering — exactly what the trainer recomputes for the same weights, so PPO
 // ratios start at 1. Temperature 0 is greedy and reports log_softmax(z) (temperature 1); so is any
