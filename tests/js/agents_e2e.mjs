@@ -9,8 +9,8 @@
 // Usage: node agents_e2e.mjs TRINITY_BIN MODEL_DIR OUTDIR
 import fs from "node:fs";
 import path from "node:path";
-import { spawn } from "node:child_process";
 import OpenAI from "openai";
+import { startServer, harness, finish } from "./serve_harness.mjs";
 import { zodTextFormat } from "openai/helpers/zod";
 import { z } from "zod";
 import { ChatOpenAI } from "@langchain/openai";
@@ -26,43 +26,16 @@ const MODEL = "tiny";
 const API_KEY = `sk-test-${Math.random().toString(36).slice(2)}`;
 
 // ---- server lifecycle --------------------------------------------------------------------------
-let serverOut = "";
-const server = spawn(trinity, ["serve", "--model", modelDir, "--port", "0", "--api-key", API_KEY,
-                               "--served-model-name", MODEL, "--kv-cache-mb", "256", "--max-model-len", "2048"],
-                     { stdio: ["ignore", "pipe", "pipe"] });
-server.stdout.on("data", (d) => { serverOut += d; });
-server.stderr.on("data", (d) => { serverOut += d; });
-const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));
-const port = await new Promise((resolve, reject) => {
-  const timer = setTimeout(() => reject(new Error(`server did not start in 120 s:\n${serverOut}`)), 120000);
-  const poll = setInterval(() => {
-    const m = serverOut.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-    if (m) { clearInterval(poll); clearTimeout(timer); resolve(Number(m[1])); }
-  }, 50);
-  exited.then(({ code }) => { clearInterval(poll); clearTimeout(timer); reject(new Error(`server exited (${code}):\n${serverOut}`)); });
-});
+const srv = await startServer(trinity, ["--model", modelDir, "--port", "0", "--api-key", API_KEY,
+                               "--served-model-name", MODEL, "--kv-cache-mb", "256", "--max-model-len", "2048"]);
+const { port, exited } = srv;
+const server = srv.proc;
 const base = `http://127.0.0.1:${port}`;
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: API_KEY, maxRetries: 0, timeout: 300000 });
 const auth = { Authorization: `Bearer ${API_KEY}`, "Content-Type": "application/json" };
 
 // ---- harness -------------------------------------------------------------------------------------
-const results = [];
-function assert(cond, msg) { if (!cond) throw new Error(msg); }
-function eq(a, b, msg) {
-  const ja = JSON.stringify(a), jb = JSON.stringify(b);
-  if (ja !== jb) throw new Error(`${msg}: got ${ja?.slice(0, 600)}, want ${jb?.slice(0, 600)}`);
-}
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    const info = await fn();
-    results.push({ name, ok: true, ms: Date.now() - t0, info: info ?? null });
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push({ name, ok: false, ms: Date.now() - t0, error: String(e?.stack ?? e) });
-    console.log(`FAIL ${name}: ${e?.stack ?? e}`);
-  }
-}
+const { results, assert, eq, check } = harness();
 async function expectApiError(promise, status, param) {
   try {
     await promise;
@@ -339,11 +312,4 @@ await check("metrics_engine_queue_time", async () => {
   return { count };
 });
 
-server.kill("SIGINT");
-await Promise.race([exited, new Promise((r) => setTimeout(r, 20000))]);
-if (server.exitCode === null) server.kill("SIGKILL");
-fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 1));
-fs.writeFileSync(path.join(outDir, "server.log"), serverOut);
-const failed = results.filter((r) => !r.ok).length;
-console.log(`${results.length - failed}/${results.length} scenarios passed`);
-process.exit(failed ? 1 : 0);
+await finish(srv, outDir, results);

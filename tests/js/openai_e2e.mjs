@@ -7,8 +7,9 @@
 // Usage: node openai_e2e.mjs TRINITY_BIN MODEL_DIR OUTDIR
 import fs from "node:fs";
 import path from "node:path";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import OpenAI from "openai";
+import { startServer, harness, finish } from "./serve_harness.mjs";
 import { Template } from "@huggingface/jinja";
 import { Tokenizer } from "@huggingface/tokenizers";
 
@@ -37,45 +38,18 @@ function oraclePrompt(messages, { tools = null, enable_thinking } = {}) {
 const decode = (ids) => tok.decode(ids, { skip_special_tokens: false });
 
 // ---- server lifecycle --------------------------------------------------------------------------
-let serverOut = "";
-const server = spawn(trinity, ["serve", "--model", modelDir, "--port", "0", "--api-key", API_KEY,
+const srv = await startServer(trinity, ["--model", modelDir, "--port", "0", "--api-key", API_KEY,
                                "--served-model-name", MODEL, "--kv-cache-mb", "256", "--max-model-len",
-                               String(MAX_LEN), "--max-request-mb", String(MAX_REQUEST_MB)],
-                     { stdio: ["ignore", "pipe", "pipe"] });
-server.stdout.on("data", (d) => { serverOut += d; });
-server.stderr.on("data", (d) => { serverOut += d; });
-const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));
-const port = await new Promise((resolve, reject) => {
-  const timer = setTimeout(() => reject(new Error(`server did not start in 120 s:\n${serverOut}`)), 120000);
-  const poll = setInterval(() => {
-    const m = serverOut.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-    if (m) { clearInterval(poll); clearTimeout(timer); resolve(Number(m[1])); }
-  }, 50);
-  exited.then(({ code }) => { clearInterval(poll); clearTimeout(timer); reject(new Error(`server exited (${code}):\n${serverOut}`)); });
-});
+                               String(MAX_LEN), "--max-request-mb", String(MAX_REQUEST_MB)]);
+const { port, exited } = srv;
+const server = srv.proc;
 const base = `http://127.0.0.1:${port}`;
 const client = new OpenAI({ baseURL: `${base}/v1`, apiKey: API_KEY, maxRetries: 0, timeout: 300000 });
 const auth = { Authorization: `Bearer ${API_KEY}`, "Content-Type": "application/json" };
 const health = async () => (await fetch(`${base}/health`)).json();
 
 // ---- harness -------------------------------------------------------------------------------------
-const results = [];
-function assert(cond, msg) { if (!cond) throw new Error(msg); }
-function eq(a, b, msg) {
-  const ja = JSON.stringify(a), jb = JSON.stringify(b);
-  if (ja !== jb) throw new Error(`${msg}: got ${ja.slice(0, 400)}, want ${jb.slice(0, 400)}`);
-}
-async function check(name, fn) {
-  const t0 = Date.now();
-  try {
-    const info = await fn();
-    results.push({ name, ok: true, ms: Date.now() - t0, info: info ?? null });
-    console.log(`ok   ${name} (${Date.now() - t0} ms)`);
-  } catch (e) {
-    results.push({ name, ok: false, ms: Date.now() - t0, error: String(e?.stack ?? e) });
-    console.log(`FAIL ${name}: ${e?.stack ?? e}`);
-  }
-}
+const { results, assert, eq, check } = harness();
 async function expectApiError(promise, status, param, code) {
   try {
     await promise;
@@ -449,14 +423,9 @@ await check("sigint_shuts_down_cleanly", async () => {
   server.kill("SIGINT");
   const timeout = new Promise((r) => setTimeout(() => r({ code: "timeout" }), 20000));
   const { code } = await Promise.race([exited, timeout]);
-  eq(code, 0, `exit code (output:\n${serverOut.slice(-2000)})`);
-  assert(serverOut.includes("trinity serve: stopped"), "clean stop message");
+  eq(code, 0, `exit code (output:\n${srv.out().slice(-2000)})`);
+  assert(srv.out().includes("trinity serve: stopped"), "clean stop message");
   await pending;
 });
 
-if (server.exitCode === null) server.kill("SIGKILL");
-fs.writeFileSync(path.join(outDir, "results.json"), JSON.stringify(results, null, 1));
-fs.writeFileSync(path.join(outDir, "server.log"), serverOut);
-const failed = results.filter((r) => !r.ok).length;
-console.log(`${results.length - failed}/${results.length} scenarios passed`);
-process.exit(failed ? 1 : 0);
+await finish(srv, outDir, results);
