@@ -4,6 +4,10 @@
 // later calls throw CancelledError; set_weights swaps versions.
 #include <gtest/gtest.h>
 
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
 #include "common/tiny_config.h"
 #include "explorer/engine_client.h"
 #include "model/transformer.h"
@@ -12,7 +16,7 @@
 namespace trinity::explorer {
 namespace {
 
-std::shared_ptr<const RolloutModel> tiny_rollout_model(uint64_t seed) {
+std::shared_ptr<const RolloutModel> tiny_rollout_model(uint64_t seed, bool record_history = false) {
   auto cfg = test::tiny_config({.vocab = 259, .eos = {256, 258}});
   auto m = std::make_shared<model::Transformer>(cfg);
   m->init_random(seed, 0.5f);
@@ -21,6 +25,7 @@ std::shared_ptr<const RolloutModel> tiny_rollout_model(uint64_t seed) {
       R"({"eos_token": "<|endoftext|>", "chat_template": "{%- for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] + '<|im_end|>\n' }}{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{%- endif %}"})");
   rm->chat = std::make_shared<const tok::ChatFormatter>(testing::byte_tokenizer(), tc);
   rm->defaults.max_tokens = 12;
+  rm->record_history = record_history;
   std::shared_ptr<const model::Transformer> w = m;
   rm->init_weights(w);
   engine::EngineOptions eo;
@@ -69,6 +74,59 @@ TEST(EngineClient, ChatUsesTheTemplateAndCancelStopsEverything) {
   EXPECT_TRUE(c.cancelled());
   EXPECT_THROW(c.chat(msgs, {}), workflow::CancelledError);
   EXPECT_THROW(c.logprobs({1, 2}, 1.0), workflow::CancelledError);
+}
+
+// explorer.rollout_model.enable_history: the client records every sample with its exact ids.
+TEST(EngineClient, HistoryRecordsCallsWhenEnabled) {
+  auto rm = tiny_rollout_model(5, true);
+  EngineClient c(rm, nullptr, 2);
+  workflow::GenOptions o;
+  o.n = 2;
+  const auto s = c.chat(R"([{"role": "user", "content": "hi"}])", o);
+  const auto h = c.history(/*clear=*/false);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].prompt_ids, s[0].prompt_ids);
+  EXPECT_EQ(h[1].ids, s[1].ids);
+  EXPECT_EQ(h[1].logprobs, s[1].logprobs);
+  EXPECT_EQ(c.history().size(), 2u);  // take
+  EXPECT_TRUE(c.history().empty());
+  EngineClient off(tiny_rollout_model(5), nullptr, 2);
+  off.chat(R"([{"role": "user", "content": "hi"}])", {});
+  EXPECT_TRUE(off.history().empty());
+}
+
+// The per-run OpenAI endpoint: a run's key records into that run's history only, the run's sampling
+// defaults apply (max_tokens 12), a closed endpoint's key and every key of a cancelled attempt are 401.
+TEST(EngineClient, OpenAIEndpointsArePerRunAndRevoked) {
+  auto rm = tiny_rollout_model(6);
+  EngineClient c(rm, nullptr, 3);
+  auto ep1 = c.open_openai_endpoint();
+  auto ep2 = c.open_openai_endpoint();
+  ASSERT_NE(ep1->api_key, ep2->api_key);
+  EXPECT_EQ(ep1->base_url.rfind("http://127.0.0.1:", 0), 0u);
+  const int port = std::stoi(ep1->base_url.substr(17));
+  auto post = [&](const std::string& key) {
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(60, 0);
+    const nlohmann::json body = {{"model", "whatever"},
+                                 {"messages", nlohmann::json::array({{{"role", "user"}, {"content", "hi"}}})}};
+    auto r = cli.Post("/v1/chat/completions", {{"Authorization", "Bearer " + key}}, body.dump(), "application/json");
+    return r ? std::make_pair(r->status, r->body) : std::make_pair(-1, std::string());
+  };
+  auto [st1, body1] = post(ep1->api_key);
+  ASSERT_EQ(st1, 200) << body1;
+  EXPECT_LE(nlohmann::json::parse(body1)["usage"]["completion_tokens"].get<int>(), 12);
+  EXPECT_EQ(ep1->history->size(), 1u);
+  EXPECT_EQ(ep2->history->size(), 0u);
+  EXPECT_EQ(post(ep2->api_key).first, 200);
+  EXPECT_EQ(ep2->history->size(), 1u);
+  EXPECT_EQ(post("trinity-run-guess").first, 401);
+  const std::string k1 = ep1->api_key;
+  ep1.reset();
+  EXPECT_EQ(post(k1).first, 401);
+  c.cancel();
+  EXPECT_EQ(post(ep2->api_key).first, 401);
+  EXPECT_THROW(c.open_openai_endpoint(), workflow::CancelledError);
 }
 
 }  // namespace
