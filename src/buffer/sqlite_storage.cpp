@@ -16,6 +16,7 @@
 #include "buffer/replay.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/timer.h"
 
 namespace trinity::buffer {
 
@@ -24,10 +25,6 @@ using detail::json;
 namespace {
 
 enum Status { kPending = 0, kReady = 1, kLeased = 2, kDone = 3 };
-
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Thrown inside a transaction when SQLite reports BUSY/LOCKED after busy_timeout: the caller retries.
 struct Busy {};
@@ -227,7 +224,7 @@ bool SqliteStorage::write(const std::vector<Experience>& batch, double) {
   enc.reserve(batch.size());
   for (const auto& e : batch) enc.emplace_back(experience_to_json(e, false), encode_arrays(e));
   std::lock_guard<std::mutex> lock(db_->mu);
-  const double ts = wall_now();
+  const double ts = wall_seconds();
   const int64_t ignored = transaction([&] {
     Stmt st(db_->db, strcat("INSERT INTO \"", table_, "\" (timestamp, task_id, run_id, msg_id, uid, rid, "
                             "model_version, reward, status, consumed, schema_version) "
@@ -262,7 +259,7 @@ bool SqliteStorage::write(const std::vector<Experience>& batch, double) {
 bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadResult& out) {
   const std::string t = "\"" + table_ + "\"";
   return transaction([&]() -> bool {
-    const double now = wall_now();
+    const double now = wall_seconds();
     // Leases whose reader died (or is too slow) go back to ready.
     Stmt(db_->db, strcat("UPDATE ", t, " SET status=1, lease=NULL, owner=NULL, lease_expires=NULL, "
                          "consumed=MAX(consumed-1,0) WHERE status=2 AND lease_expires < ?"), describe())
@@ -294,7 +291,10 @@ bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadR
       sel.bind(k++, static_cast<int64_t>(req.batch_size));
       while (sel.step(describe())) ids.push_back(sel.i64(0));
     } else {
-      struct Cand { double prio; int64_t id; };
+      struct Cand {
+        double prio;
+        int64_t id;
+      };
       std::vector<Cand> cands;
       std::vector<int64_t> retire;
       Stmt sel(db_->db, strcat("SELECT id, model_version, consumed FROM ", t, " WHERE ", filter), describe());
@@ -303,11 +303,17 @@ bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadR
       if (req.min_model_version) sel.bind(k++, *req.min_model_version);
       while (sel.step(describe())) {
         const Priority p = replay_priority(rb, sel.i64(1), sel.i64(2), rng_);
-        if (p.keep) cands.push_back({p.value, sel.i64(0)}); else retire.push_back(sel.i64(0));
+        if (p.keep)
+          cands.push_back({p.value, sel.i64(0)});
+        else
+          retire.push_back(sel.i64(0));
       }
       if (!retire.empty()) {
         Stmt up(db_->db, strcat("UPDATE ", t, " SET status=3 WHERE id=?"), describe());
-        for (int64_t id : retire) { up.bind(1, id).step(describe()); up.reset(); }
+        for (int64_t id : retire) {
+          up.bind(1, id).step(describe());
+          up.reset();
+        }
       }
       std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) {
         return a.prio != b.prio ? a.prio > b.prio : a.id > b.id;
@@ -335,7 +341,10 @@ bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadR
                                           kSchemaVersion, ")"));
       Experience e = experience_from_json(get.text(1), where);
       decode_arrays(get.blob(2), e, where);
-      if (get.is_null(3)) e.reward.reset(); else e.reward = get.f64(3);
+      if (get.is_null(3))
+        e.reward.reset();
+      else
+        e.reward = get.f64(3);
       e.use_count = get.i64(4);
       out.batch.push_back(std::move(e));
       get.reset();
@@ -381,8 +390,10 @@ bool SqliteStorage::ack_in_transaction(const std::string& lease) {
   Stmt st(db_->db, strcat("UPDATE \"", table_, "\" SET status=CASE WHEN ? AND (? <= 0 OR consumed < ?) THEN 1 "
                           "ELSE 3 END, available_at=?, lease=NULL, owner=NULL, lease_expires=NULL "
                           "WHERE lease=? AND status=2"), describe());
-  st.bind(1, static_cast<int64_t>(reuse)).bind(2, limit).bind(3, limit)
-      .bind(4, reuse ? wall_now() + *rb.reuse_cooldown_time : 0.0)
+  st.bind(1, static_cast<int64_t>(reuse))
+      .bind(2, limit)
+      .bind(3, limit)
+      .bind(4, reuse ? wall_seconds() + *rb.reuse_cooldown_time : 0.0)
       .bind(5, lease)
       .step(describe());
   return sqlite3_changes(db_->db) > 0;
@@ -399,7 +410,9 @@ bool SqliteStorage::renew(const std::string& lease) {
   std::lock_guard<std::mutex> lock(db_->mu);
   return transaction([&] {
     Stmt(db_->db, strcat("UPDATE \"", table_, "\" SET lease_expires=? WHERE lease=? AND status=2"), describe())
-        .bind(1, wall_now() + cfg_.lease_timeout).bind(2, lease).step(describe());
+        .bind(1, wall_seconds() + cfg_.lease_timeout)
+        .bind(2, lease)
+        .step(describe());
     return sqlite3_changes(db_->db) > 0;
   });
 }
@@ -445,7 +458,7 @@ StorageStats SqliteStorage::stats() {
   // Count expired leases as ready: they are given back on the next read.
   Stmt st(db_->db, strcat("SELECT CASE WHEN status=2 AND lease_expires < ? THEN 1 ELSE status END AS s, count(*) "
                           "FROM ", t, " GROUP BY s"), describe());
-  st.bind(1, wall_now());
+  st.bind(1, wall_seconds());
   while (st.step(describe())) {
     const int64_t n = st.i64(1);
     s.total += n;

@@ -116,7 +116,7 @@ std::vector<workflow::Sample> EngineClient::generate_ids(const std::vector<int32
   engine::SamplingParams p = params(opt);
   const uint64_t call = calls_.fetch_add(1);
   if (!p.seed && seed_) p.seed = *seed_ + 7919 * call;
-  const double start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double start = wall_seconds();
   Timer t;
   engine::RequestHandle h = m_.engine->submit(prompt_ids, p);
   {

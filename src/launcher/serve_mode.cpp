@@ -21,6 +21,7 @@
 #include "core/file.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "core/timer.h"
 #include "explorer/engine_client.h"
 #include "explorer/serve_store.h"
 #include "model/checkpoint_dtype.h"
@@ -36,10 +37,6 @@ namespace {
 
 using json = nlohmann::json;
 namespace fs = std::filesystem;
-
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // What the endpoints share.
 struct ServeState {
@@ -177,7 +174,7 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
   auto rm = make_rollout_model(c, std::make_shared<const model::Transformer>(model::Transformer::load(dir)), version);
   file::make_dirs(file::join(c.job_dir(), "buffer"));
   ServeState st(c, file::join(c.job_dir(), "buffer/proxy_history.db"), std::move(storage), rm);
-  if (const int64_t n = st.store.drop_pending_older_than(wall_now() - c.explorer.proxy_pending_ttl))
+  if (const int64_t n = st.store.drop_pending_older_than(wall_seconds() - c.explorer.proxy_pending_ttl))
     log::warn("serve: dropped ", n,
               " recorded call(s) that got no reward within explorer.proxy_pending_ttl = ", c.explorer.proxy_pending_ttl,
               " s");
@@ -223,7 +220,7 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
   std::printf("serving on http://%s:%d/v1\n", so.host.c_str(), port);
   std::fflush(stdout);
 
-  double last_drop = wall_now();
+  double last_drop = wall_seconds();
   while (!(stop && stop->load())) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const int64_t v = sync->latest_version();
@@ -237,8 +234,8 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
         log::warn("serve: cannot load checkpoint ", v, " yet (", e.what(), "); retrying");
       }
     }
-    if (wall_now() - last_drop > 60) {
-      last_drop = wall_now();
+    if (wall_seconds() - last_drop > 60) {
+      last_drop = wall_seconds();
       if (const int64_t n = st.store.drop_pending_older_than(last_drop - c.explorer.proxy_pending_ttl))
         log::warn("serve: dropped ", n, " recorded call(s) with no reward after ", c.explorer.proxy_pending_ttl, " s");
     }

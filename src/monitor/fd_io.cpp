@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace trinity::monitor {
 
@@ -24,7 +25,7 @@ void write_all(int fd, std::string_view bytes, const std::string& path) {
 }
 
 double unix_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return wall_seconds();
 }
 
 }  // namespace trinity::monitor

@@ -116,7 +116,7 @@ void Server::Impl::record(const Scope& scope, const std::string& id, const char*
                           const std::vector<engine::GenerateResult>& results, double start, const ChatPrompt* cp,
                           bool parse_tools) const {
   if (!scope.rec) return;
-  const double seconds = std::max(0.0, wall_now() - start);
+  const double seconds = std::max(0.0, wall_seconds() - start);
   for (size_t p = 0; p < results.size() && p < prompts.size(); ++p) {
     const auto& comps = results[p].completions;
     for (size_t i = 0; i < comps.size(); ++i) {
@@ -143,7 +143,7 @@ void Server::Impl::record(const Scope& scope, const std::string& id, const char*
 }
 
 void Server::Impl::handle_chat(const http::Request& req, http::Response& res) {
-  const double t0 = wall_now();
+  const double t0 = wall_seconds();
   const Scope scope = scope_of(req);
   auto r = std::make_shared<ChatRequest>(parse_chat_request(req.body, scope.defaults()));
   check_model(r->model);
@@ -251,7 +251,7 @@ void Server::Impl::handle_chat(const http::Request& req, http::Response& res) {
 }
 
 void Server::Impl::handle_completions(const http::Request& req, http::Response& res) {
-  const double t0 = wall_now();
+  const double t0 = wall_seconds();
   const Scope scope = scope_of(req);
   auto r = std::make_shared<CompletionRequest>(parse_completion_request(req.body, scope.defaults()));
   check_model(r->model);

@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/timer.h"
 #include "server/http_server.h"
 #include "server/protocol.h"
 #include "server/responses.h"
@@ -32,11 +33,6 @@ using engine::RequestHandle;
 
 inline int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// Wall-clock seconds since the epoch (recorded call start times).
-inline double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 inline std::string random_id(const char* prefix) {
@@ -278,17 +274,19 @@ struct Server::Impl {
     o.extra = r.template_kwargs;
     ChatPrompt p;
     try {
-      tok::ChatEncoding enc = chat->encode(r.messages, o, false);
-      p.ids = std::move(enc.ids);
       if (scope.rec && r.add_generation_prompt) {
-        p.render_key = std::move(enc.rendered);
+        // Render once: the text is the call's render_key; it is tokenized only when no splice applies.
+        p.render_key = chat->render(r.messages, o);
         std::string why;
         if (auto sp = scope.rec->history->splice(*chat, r.messages, o, &why)) {
           p.ids = std::move(sp->ids);
           p.spliced_via = std::move(sp->via);
-        } else if (scope.rec->history->size() > 0) {
-          log::debug("serve: prompt not spliced: ", why);
+        } else {
+          if (scope.rec->history->size() > 0) log::debug("serve: prompt not spliced: ", why);
+          p.ids = chat->tokenizer().encode(p.render_key);
         }
+      } else {
+        p.ids = chat->encode(r.messages, o, false).ids;
       }
     } catch (const ApiError&) {
       throw;

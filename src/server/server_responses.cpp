@@ -16,7 +16,7 @@ ApiError renamed(const ApiError& e) {
 }  // namespace
 
 void Server::Impl::handle_responses(const http::Request& req, http::Response& res) {
-  const double t0 = wall_now();
+  const double t0 = wall_seconds();
   const Scope scope = scope_of(req);
   auto r = std::make_shared<ResponsesRequest>(
       parse_responses_request(req.body, [this](const std::string& id) { return response_items.get(id); }));

@@ -136,7 +136,9 @@ TEST(Agents, RewrittenHistoryIsCountedAndStillTrains) {
 TEST(Agents, HangingAgentIsKilledWithItsProcessGroup) {
   const std::string root = agents_root();
   const std::string cfg =
-      write_config(root, "agent_hang", agent_yaml(root, "agent_hang", "hang", "      timeout: 2\n"));
+      // 8 s: the agent must have started (and written its pid) before the timeout, even when python3
+      // is a slow version-manager shim on a loaded machine.
+      write_config(root, "agent_hang", agent_yaml(root, "agent_hang", "hang", "      timeout: 8\n"));
   const RunOut r = ::trinity::test::trinity(
       {"run", "--config", cfg, "--set", "explorer.max_retry_times=0", "--set", "buffer.total_steps=1"},
       root + "/agent_hang.log", 120);

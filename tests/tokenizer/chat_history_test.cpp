@@ -46,6 +46,13 @@ ChatOptions gen() {
   return o;
 }
 
+// A call's prompt followed by its sampled ids: what the next call's prompt must start with.
+std::vector<int32_t> sequence(const RecordedCall& c) {
+  std::vector<int32_t> s = c.prompt_ids;
+  s.insert(s.end(), c.ids.begin(), c.ids.end());
+  return s;
+}
+
 bool starts_with(const std::vector<int32_t>& a, const std::vector<int32_t>& p) {
   return a.size() >= p.size() && std::equal(p.begin(), p.end(), a.begin());
 }
@@ -66,8 +73,7 @@ TEST(ChatHistorySplice, Qwen3KeepsTheThinkBlockOfEarlierTurns) {
                                                            {{"role", "user"}, {"content", "And 3+4?"}}})
                                         .dump());
   // A fresh rendering drops the earlier turn's <think> block: it does not extend prompt 1 + answer.
-  std::vector<int32_t> seq1 = c1.prompt_ids;
-  seq1.insert(seq1.end(), c1.ids.begin(), c1.ids.end());
+  const std::vector<int32_t> seq1 = sequence(c1);
   EXPECT_FALSE(starts_with(f.chat.encode(m2, o, false).ids, seq1));
 
   std::string why;
@@ -99,8 +105,7 @@ TEST(ChatHistorySplice, Qwen3ToolCallsWithReserializedArguments) {
   std::string why;
   const auto sp = h.splice(f.chat, m2, o, &why);
   ASSERT_TRUE(sp) << why;
-  std::vector<int32_t> seq1 = c1.prompt_ids;
-  seq1.insert(seq1.end(), c1.ids.begin(), c1.ids.end());
+  const std::vector<int32_t> seq1 = sequence(c1);
   ASSERT_TRUE(starts_with(sp->ids, seq1));
   const std::vector<int32_t> tail(sp->ids.begin() + static_cast<long>(seq1.size()), sp->ids.end());
   EXPECT_EQ(f.tok().decode(tail),
@@ -116,8 +121,7 @@ TEST(ChatHistorySplice, Qwen3ToolCallsWithReserializedArguments) {
   const auto sp3 = h.splice(f.chat, Value::from_json(m3.dump()), o, &why);
   ASSERT_TRUE(sp3) << why;
   EXPECT_EQ(sp3->via, "c2");
-  std::vector<int32_t> seq2 = c2.prompt_ids;
-  seq2.insert(seq2.end(), c2.ids.begin(), c2.ids.end());
+  const std::vector<int32_t> seq2 = sequence(c2);
   EXPECT_TRUE(starts_with(sp3->ids, seq2));
 }
 
@@ -137,8 +141,7 @@ TEST(ChatHistorySplice, Llama3MultiTurn) {
   std::string why;
   const auto sp = h.splice(f.chat, m2, o, &why);
   ASSERT_TRUE(sp) << why;
-  std::vector<int32_t> seq1 = c1.prompt_ids;
-  seq1.insert(seq1.end(), c1.ids.begin(), c1.ids.end());
+  const std::vector<int32_t> seq1 = sequence(c1);
   ASSERT_TRUE(starts_with(sp->ids, seq1));
   // Here the template renders the turn exactly as sampled: the splice equals the fresh rendering.
   EXPECT_EQ(sp->ids, f.chat.encode(m2, o, false).ids);
