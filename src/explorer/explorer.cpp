@@ -26,10 +26,16 @@ std::string failure_class(const std::string& error) {
   if (error.rfind("timeout", 0) == 0) return "timeout";
   if (error.find("returned no experiences") != std::string::npos) return "no_experiences";
   if (error == "shutdown") return "shutdown";
-  // command_workflow: "[agent] <reason>: ..." -> agent_<reason>.
-  if (const size_t a = error.find("[agent] "); a != std::string::npos) {
-    const size_t b = a + 8, colon = error.find(':', b);
-    if (colon != std::string::npos && colon > b && colon - b <= 16) return "agent_" + error.substr(b, colon - b);
+  // "[agent] <reason>: ..." (command_workflow), "[env] <reason>: ..." (env_workflow), "[judge] <reason>: ..."
+  // (judge rewards) -> <component>_<reason>.
+  for (const char* component : {"agent", "env", "judge"}) {
+    const std::string tag = strcat("[", component, "] ");
+    if (const size_t a = error.find(tag); a != std::string::npos) {
+      const size_t b = a + tag.size(), colon = error.find(':', b);
+      if (colon != std::string::npos && colon > b && colon - b <= 16 &&
+          error.find(' ', b) > colon)  // one word
+        return strcat(component, "_", error.substr(b, colon - b));
+    }
   }
   return "error";
 }

@@ -17,6 +17,7 @@ algo::AdvInput adv_input(const ExperienceBatch& eb) {
   in.group = eb.group;
   in.run = eb.run;
   in.run_step = eb.run_step;
+  in.anchor = eb.anchor;
   return in;
 }
 

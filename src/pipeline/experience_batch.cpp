@@ -3,6 +3,7 @@
 #include "pipeline/experience_batch.h"
 
 #include <algorithm>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -11,12 +12,23 @@ namespace trinity::pipeline {
 
 namespace {
 
-bool info_is_expert(const std::string& info) {
-  if (info.empty()) return false;
+// The info fields the trainer reads: is_expert (mix / mix_chord) and anchor (GiGPO's environment state,
+// env_workflow's step-wise layout).
+struct InfoFields {
+  bool is_expert = false;
+  std::optional<std::string> anchor;
+};
+
+InfoFields info_fields(const std::string& info) {
+  InfoFields f;
+  if (info.empty()) return f;
   const auto j = nlohmann::json::parse(info, nullptr, false);
-  if (!j.is_object() || !j.contains("is_expert")) return false;
-  const auto& v = j["is_expert"];
-  return v.is_boolean() ? v.get<bool>() : v.is_number() ? v.get<double>() != 0 : false;
+  if (!j.is_object()) return f;
+  if (const auto it = j.find("is_expert"); it != j.end())
+    f.is_expert = it->is_boolean() ? it->get<bool>() : it->is_number() ? it->get<double>() != 0 : false;
+  if (const auto it = j.find("anchor"); it != j.end() && !it->is_null())
+    f.anchor = it->is_string() ? it->get<std::string>() : it->dump();
+  return f;
 }
 
 // Copies a per-response array of row b (length R) into padded [B, T] storage, checking its length.
@@ -102,7 +114,14 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
   eb.mask.assign(n, 0.0f);
   // Expert (SFT) rows of mix / mix_chord may lack rollout arrays; they read as zeros.
   std::vector<uint8_t> expert(exps.size());
-  for (size_t i = 0; i < exps.size(); ++i) expert[i] = info_is_expert(exps[i].info) ? 1 : 0;
+  std::vector<std::optional<std::string>> anchor(exps.size());
+  for (size_t i = 0; i < exps.size(); ++i) {
+    InfoFields f = info_fields(exps[i].info);
+    expert[i] = f.is_expert ? 1 : 0;
+    anchor[i] = std::move(f.anchor);
+  }
+  const bool has_anchor =
+      !eb.dpo && std::all_of(anchor.begin(), anchor.end(), [](const auto& a) { return a.has_value(); });
   auto all_have = [&](auto field) {
     if (eb.dpo) return false;
     bool any = false;
@@ -150,6 +169,7 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
     eb.lengths.push_back(R);
     eb.model_version.push_back(e.model_version);
     eb.is_expert.push_back(expert[static_cast<size_t>(eb.source[static_cast<size_t>(b)])]);
+    if (has_anchor) eb.anchor.push_back(*anchor[static_cast<size_t>(eb.source[static_cast<size_t>(b)])]);
   }
   return eb;
 }

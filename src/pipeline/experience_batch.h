@@ -29,6 +29,7 @@ struct ExperienceBatch {
   std::vector<int64_t> run_step, lengths;  // [B] eid.step, response length
   std::vector<int64_t> model_version;      // [B]
   std::vector<uint8_t> is_expert;          // [B] info.is_expert (mix / mix_chord)
+  std::vector<std::string> anchor;         // [B] info.anchor (GiGPO); empty unless every row has one
   bool dpo = false;
   bool has_old_logprob = false;  // every (non-DPO) experience has rollout logprobs
 

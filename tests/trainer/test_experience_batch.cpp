@@ -154,4 +154,38 @@ TEST(ExperienceBatch, ExplorerGrpoAdvantages) {
   EXPECT_TRUE(pipeline);
 }
 
+// GiGPO reads its anchor states from info.anchor (env_workflow's step-wise layout); without them it
+// names the missing field.
+TEST(ExperienceBatch, GigpoAnchorsComeFromInfo) {
+  algo::AlgorithmSpec spec;
+  spec.algorithm_type = "gigpo";
+  algo::Algorithm alg(spec);
+  Rng rng(6);
+  std::vector<buffer::Experience> exps;
+  for (int64_t run = 0; run < 2; ++run)
+    for (int64_t step = 0; step < 2; ++step) {
+      auto e = test::make_exp(rng, 2, 3, 37, 0, run, step == 1 && run == 0 ? 1.0 : 0.0);
+      e.eid.step = step;
+      e.info = step == 0 ? R"({"anchor": "at 1 goal 3"})" : R"({"anchor": "at 2 goal 3"})";
+      exps.push_back(e);
+    }
+  const ExperienceBatch eb = make_batch(exps);
+  ASSERT_EQ(eb.anchor.size(), 4u);
+  EXPECT_EQ(eb.anchor[0], "at 1 goal 3");
+  auto with = exps;
+  Rng arng(7);
+  compute_advantages(alg, with, arng);
+  ASSERT_EQ(with.size(), 4u);
+  // Run 0 earned the reward: its steps get a positive advantage, run 1's a negative one.
+  EXPECT_GT(with[0].advantages[0], 0.0f);
+  EXPECT_LT(with[2].advantages[0], 0.0f);
+  for (auto& e : exps) e.info = "";
+  try {
+    compute_advantages(alg, exps, arng);
+    FAIL() << "gigpo without anchors";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("anchor"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

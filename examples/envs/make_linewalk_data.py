@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""Data for the environment quickstart (standard library): python3 make_linewalk_data.py --out DIR
+
+DIR/linewalk_train.jsonl, DIR/linewalk_eval.jsonl: tasks {"prompt": "walk", "seed": n, "size": S};
+env_workflow passes seed and size to the linewalk server's reset (workflow_args.reset_keys).
+DIR/linewalk_sft.jsonl: conversations for the SFT warm-up (messages format) in the same words the
+workflow uses ("at P goal G" observations, "left"/"right" answers): every answer is a coin flip
+(--p-correct 0.5), so the warmed model speaks the action format but has not learnt where to go.
+"""
+
+import argparse
+import json
+import os
+import random
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--size", type=int, default=5)
+    p.add_argument("--train", type=int, default=2000)
+    p.add_argument("--eval", type=int, default=32)
+    p.add_argument("--sft", type=int, default=1500)
+    p.add_argument("--p-correct", type=float, default=0.5)
+    p.add_argument("--seed", type=int, default=11)
+    a = p.parse_args()
+    rng = random.Random(a.seed)
+    os.makedirs(a.out, exist_ok=True)
+    for name, n, base in (("linewalk_train", a.train, 0), ("linewalk_eval", a.eval, 10 ** 6)):
+        with open(os.path.join(a.out, name + ".jsonl"), "w") as f:
+            for i in range(n):
+                f.write(json.dumps({"prompt": "walk", "seed": base + i, "size": a.size}) + "\n")
+    with open(os.path.join(a.out, "linewalk_sft.jsonl"), "w") as f:
+        for _ in range(a.sft):
+            pos = rng.randrange(a.size)
+            goal = rng.choice([g for g in range(a.size) if g != pos])
+            msgs = []
+            for _ in range(abs(goal - pos) + 2):
+                msgs.append({"role": "user", "content": f"at {pos} goal {goal}"})
+                right = goal > pos
+                if rng.random() >= a.p_correct:
+                    right = not right
+                msgs.append({"role": "assistant", "content": "right" if right else "left"})
+                pos = max(0, min(a.size - 1, pos + (1 if right else -1)))
+                if pos == goal:
+                    break
+            f.write(json.dumps({"messages": msgs}) + "\n")
+    print(f"make_linewalk_data: wrote {a.train} train, {a.eval} eval and {a.sft} SFT rows to {a.out}")
+
+
+if __name__ == "__main__":
+    main()
