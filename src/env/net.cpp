@@ -90,8 +90,9 @@ Url parse_url(const std::string& url) {
 }
 
 Deadline::Deadline(double timeout_s)
-    : end_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                  std::chrono::duration<double>(std::max(0.0, timeout_s)))),
+    : end_(std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+               std::chrono::duration<double>(timeout_s > 0 ? std::min(timeout_s, 1e8) : 0.0))),
       timeout_s_(timeout_s) {}
 
 int Deadline::remaining_ms() const {

@@ -203,7 +203,7 @@ TEST_F(SessionTest, AgentGymEnvIdxVariant) {
 }
 
 TEST_F(SessionTest, AgentGymGuessAndClose) {
-  for (const std::string& prefix : {"/ag_id", "/ag_idx"}) {
+  for (const std::string prefix : {"/ag_id", "/ag_idx"}) {
     SessionOptions o = opts(Protocol::kAgentGym, prefix);
     auto s = open_session(o);  // guess: both id fields are sent
     const std::string task_field = prefix == "/ag_id" ? "game" : "session_id";

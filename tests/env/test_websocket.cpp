@@ -171,7 +171,7 @@ TEST_F(WsTest, HttpClientBodies) {
   EXPECT_EQ(r.header("transfer-encoding"), "chunked");
   EXPECT_EQ(r.body, "hello chunked world");
   r = http_request("GET", server_->http("/http/big?n=3000000"), "", 10);
-  EXPECT_EQ(r.body.size(), 3000002u);  // a JSON string: quotes around it
+  EXPECT_EQ(r.body, std::string(3000000, 'x'));  // Content-Length body, read in many pieces
   r = http_request("POST", server_->http("/http/echo"), R"({"a":1})", 5, {{"Authorization", "Bearer k"}});
   EXPECT_EQ(r.status, 200);
   EXPECT_NE(r.body.find(R"(\"a\":1)"), std::string::npos) << r.body;

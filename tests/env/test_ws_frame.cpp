@@ -58,12 +58,16 @@ TEST(WsFrame, RoundTripLengthsAndMasking) {
       const size_t header = (n <= 125 ? 2 : n <= 65535 ? 4 : 10) + (masked ? 4 : 0);
       ASSERT_EQ(wire.size(), header + n) << "n=" << n;
       EXPECT_EQ(static_cast<uint8_t>(wire[1]) & 0x7F, n <= 125 ? n : n <= 65535 ? 126 : 127);
-      if (masked && n > 0)
+      if (masked && n > 0) {
         EXPECT_NE(wire.substr(header, std::min<size_t>(n, 64)), payload.substr(0, std::min<size_t>(n, 64)));
+      }
       size_t consumed = 0;
       // Every strict prefix asks for more bytes.
-      for (size_t cut : {size_t(0), size_t(1), header - 1, wire.size() - 1})
-        if (cut < wire.size()) EXPECT_FALSE(decode_frame(wire.substr(0, cut), 1 << 20, masked, "t", consumed)) << cut;
+      for (size_t cut : {size_t(0), size_t(1), header - 1, wire.size() - 1}) {
+        if (cut < wire.size()) {
+          EXPECT_FALSE(decode_frame(wire.substr(0, cut), 1 << 20, masked, "t", consumed)) << cut;
+        }
+      }
       auto f = decode_frame(wire + "extra", 1 << 20, masked, "t", consumed);
       ASSERT_TRUE(f) << "n=" << n;
       EXPECT_EQ(consumed, wire.size());
