@@ -16,11 +16,11 @@ namespace trinity::env {
 // Why an environment call failed; the workflow counts failed runs by these names
 // (rollout/failed/env_<reason>).
 enum class FailReason {
-  kConnect,    // connection refused / host unreachable / handshake rejected
-  kTimeout,    // no (complete) reply before the deadline
-  kClosed,     // the server closed the connection or died mid-episode
-  kProtocol,   // a malformed reply: not JSON, missing fields, bad WebSocket frame
-  kServer,     // the server answered with an error (HTTP status >= 400, {"type":"error"})
+  kConnect,   // connection refused / host unreachable / handshake rejected
+  kTimeout,   // no (complete) reply before the deadline
+  kClosed,    // the server closed the connection or died mid-episode
+  kProtocol,  // a malformed reply: not JSON, missing fields, bad WebSocket frame
+  kServer,    // the server answered with an error (HTTP status >= 400, {"type":"error"})
 };
 const char* fail_reason_name(FailReason r);  // "connect", "timeout", "closed", "protocol", "server"
 
@@ -29,8 +29,9 @@ class EnvError : public Error {
   EnvError(FailReason reason, const std::string& message) : Error("env", message), reason_(reason) {}
   FailReason reason() const { return reason_; }
   // Worth retrying with a new session (connect / timeout / closed); a protocol or server error is not.
-  bool transient() const { return reason_ == FailReason::kConnect || reason_ == FailReason::kTimeout ||
-                                  reason_ == FailReason::kClosed; }
+  bool transient() const {
+    return reason_ == FailReason::kConnect || reason_ == FailReason::kTimeout || reason_ == FailReason::kClosed;
+  }
 
  private:
   FailReason reason_;
@@ -39,23 +40,23 @@ class EnvError : public Error {
 // What reset / step return. observation_json: the observation object as the server sent it
 // (OpenEnv: the "observation" object; AgentGym: {"observation": <text>} when it sends a string).
 struct StepResult {
-  std::string observation_json;     // a JSON object
-  std::string observation_text;     // the text a model reads: its text field ("observation", "text",
-                                    // "message", "prompt", "content", "echoed_message", ...) when it is a
-                                    // string, else the JSON
-  std::optional<double> reward;     // null / absent = no reward on this step
+  std::string observation_json;  // a JSON object
+  std::string observation_text;  // the text a model reads: its text field ("observation", "text",
+                                 // "message", "prompt", "content", "echoed_message", ...) when it is a
+                                 // string, else the JSON
+  std::optional<double> reward;  // null / absent = no reward on this step
   bool done = false;
-  std::string raw_json;             // the whole reply, for logs
+  std::string raw_json;  // the whole reply, for logs
 };
 
 enum class Protocol { kOpenEnvWs, kOpenEnvHttp, kAgentGym };
 
 struct SessionOptions {
-  std::string url;              // base URL: "http://host:port" (ws:// accepted for kOpenEnvWs)
+  std::string url;  // base URL: "http://host:port" (ws:// accepted for kOpenEnvWs)
   Protocol protocol = Protocol::kOpenEnvWs;
-  double timeout_s = 60;        // deadline of each call (connect, reset, step, close)
-  std::string api_key;          // sent as "Authorization: Bearer <key>" when not empty
-  std::string agentgym_env;     // AgentGym: the environment name, for the field names it uses ("" = guess)
+  double timeout_s = 60;     // deadline of each call (connect, reset, step, close)
+  std::string api_key;       // sent as "Authorization: Bearer <key>" when not empty
+  std::string agentgym_env;  // AgentGym: the environment name, for the field names it uses ("" = guess)
 };
 
 class Session {
@@ -70,6 +71,9 @@ class Session {
   // The environment's JSON schemas {"action": {...}, "observation": {...}, "state": {...}} from GET
   // /schema ("" when the server has none).
   virtual std::string schema() = 0;
+  // The environment's state as a JSON object (OpenEnv: the "state" message / GET /state; AgentGym: GET
+  // /detail or /state where the server has one, else "").
+  virtual std::string state() = 0;
   // Ends the session (WebSocket close message + close frame; AgentGym: POST /close when the server
   // has it). Never throws; safe to call twice; the destructor calls it.
   virtual void close() noexcept = 0;
