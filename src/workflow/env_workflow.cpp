@@ -60,7 +60,8 @@ json merged_args(const std::string& name, const EnvPreset& preset, const buffer:
   const WorkflowArgs defaults(name, preset.workflow_args, allowed);
   const WorkflowArgs given(name, task.workflow_args, allowed);
   json j = json::parse(defaults.text);
-  for (const auto& [k, v] : json::parse(given.text).items()) j[k] = v;
+  const json overrides = json::parse(given.text);
+  for (const auto& [k, v] : overrides.items()) j[k] = v;
   return j;
 }
 

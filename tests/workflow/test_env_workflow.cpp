@@ -48,6 +48,7 @@ class ScriptedSession : public env::Session {
     return result(n, r, s_.done_after > 0 && n >= s_.done_after);
   }
   std::string schema() override { return s_.schema; }
+  std::string state() override { return "{}"; }
   void close() noexcept override {
     if (!closed_) ++s_.closes;
     closed_ = true;
@@ -128,7 +129,9 @@ TEST(EnvWorkflow, ConcatenatedLayoutIsExactIdsWithMask) {
   for (size_t i = 0; i < e.action_mask.size(); ++i) {
     const bool sampled = i < n0 || i >= n0 + glue.size();
     EXPECT_EQ(e.action_mask[i], sampled ? 1 : 0) << i;
-    if (!sampled) EXPECT_EQ(e.logprobs[i], 0.0f);
+    if (!sampled) {
+      EXPECT_EQ(e.logprobs[i], 0.0f);
+    }
   }
   EXPECT_EQ(e.logprobs[0], calls[0].samples[0].logprobs[0]);
   EXPECT_EQ(e.logprobs[n0 + glue.size()], calls[1].samples[0].logprobs[0]);
