@@ -31,6 +31,7 @@ enum class RewardRule { kLast, kSum, kDiscounted };
 struct EnvArgs {
   env::SessionOptions session;
   int64_t max_steps = 10;
+  std::optional<int64_t> max_tokens_per_turn;  // per generate call, within the episode budget
   std::string system_prompt = kDefaultSystemPrompt;
   std::string observation_template = "{text}";
   bool tool_call = false;
@@ -61,6 +62,8 @@ json merged_args(const std::string& name, const EnvPreset& preset, const buffer:
   const WorkflowArgs given(name, task.workflow_args, allowed);
   json j = json::parse(defaults.text);
   const json overrides = json::parse(given.text);
+  // The task's max_steps or max_env_steps (Trinity's name) replaces the preset's either.
+  if (overrides.contains("max_steps") || overrides.contains("max_env_steps")) j.erase("max_steps"), j.erase("max_env_steps");
   for (const auto& [k, v] : overrides.items()) j[k] = v;
   return j;
 }
@@ -68,7 +71,7 @@ json merged_args(const std::string& name, const EnvPreset& preset, const buffer:
 EnvArgs parse_args(const buffer::Task& task, const EnvPreset& preset) {
   const std::string& wf = preset.name;
   static const std::vector<std::string> kAllowed = {
-      "env_url", "transport", "agentgym_env", "api_key_env", "max_steps", "max_env_steps", "system_prompt", "observation_template",
+      "env_url", "transport", "agentgym_env", "api_key_env", "max_steps", "max_env_steps", "max_tokens_per_turn", "system_prompt", "observation_template",
       "action_format", "action_field", "action_pattern", "action_match", "invalid_action", "tool_name", "tool_description", "reward", "gamma",
       "reset_args", "reset_keys", "step_wise", "step_reward", "timeout", "connect_retries"};
   const json j = merged_args(wf, preset, task, kAllowed);
@@ -120,6 +123,10 @@ EnvArgs parse_args(const buffer::Task& task, const EnvPreset& preset) {
   }
   a.max_steps = static_cast<int64_t>(num("max_steps", num("max_env_steps", 10)));  // max_env_steps: Trinity's name
   if (a.max_steps < 1) throw bad("max_steps", ">= 1");
+  if (j.contains("max_tokens_per_turn") && !j["max_tokens_per_turn"].is_null()) {
+    a.max_tokens_per_turn = static_cast<int64_t>(num("max_tokens_per_turn", 0));
+    if (*a.max_tokens_per_turn < 1) throw bad("max_tokens_per_turn", ">= 1");
+  }
   a.system_prompt = str("system_prompt", kDefaultSystemPrompt);
   a.observation_template = str("observation_template", "{text}");
   a.tool_call = choice("action_format", "text", {"text", "tool_call"}) == "tool_call";
@@ -391,6 +398,10 @@ class EnvWorkflow : public Workflow {
     whole.prompt_length = static_cast<int64_t>(whole.tokens.size());
     const int64_t budget =
         task_.rollout_args.max_tokens ? *task_.rollout_args.max_tokens : max_len - whole.prompt_length;
+    if (whole.prompt_length >= max_len)
+      throw ValueError("workflow", strcat(wf, ": the first prompt (system prompt + first observation) has ",
+                                          whole.prompt_length, " tokens, the model's max_model_len is ", max_len,
+                                          ": raise model.max_prompt_tokens or shorten the prompt"));
 
     std::vector<double> rewards;
     std::vector<std::string> anchors;
@@ -401,6 +412,7 @@ class EnvWorkflow : public Workflow {
       if (model.cancelled()) throw CancelledError(strcat(wf, ": cancelled"));
       GenOptions opt = gen_options_for(task_, 1, ctx.rng);
       std::vector<int32_t> prompt;
+      bool budget_bound = false;  // the episode's token budget (not max_tokens_per_turn) limits this turn
       if (args_.step_wise) {
         prompt = model.apply_chat_template(msgs.dump(), true, tools);
         const int64_t room = max_len - static_cast<int64_t>(prompt.size());
@@ -408,7 +420,7 @@ class EnvWorkflow : public Workflow {
           truncated = true;
           break;
         }
-        opt.max_tokens = opt.max_tokens ? std::min(*opt.max_tokens, room) : room;
+        opt.max_tokens = std::min(opt.max_tokens.value_or(room), std::min(room, args_.max_tokens_per_turn.value_or(room)));
       } else {
         const int64_t used = static_cast<int64_t>(whole.tokens.size()) - whole.prompt_length;
         const int64_t remaining = std::min(budget - used, max_len - static_cast<int64_t>(whole.tokens.size()));
@@ -416,7 +428,8 @@ class EnvWorkflow : public Workflow {
           truncated = true;
           break;
         }
-        opt.max_tokens = remaining;
+        opt.max_tokens = std::min(remaining, args_.max_tokens_per_turn.value_or(remaining));
+        budget_bound = *opt.max_tokens == remaining;
         prompt = whole.tokens;
       }
       const auto samples = model.generate_ids(prompt, opt);
@@ -449,7 +462,8 @@ class EnvWorkflow : public Workflow {
       const json action = action_for(s.text, valid, assistant);
       const json before = msgs;
       msgs.push_back(assistant);
-      if (s.finish_reason == "length" && !args_.step_wise) {  // a cut-off turn does not act
+      // A turn cut by the episode budget ends it (and does not act); one cut by max_tokens_per_turn acts.
+      if (s.finish_reason == "length" && !args_.step_wise && budget_bound) {
         truncated = true;
         break;
       }

@@ -69,7 +69,7 @@ std::string env_yaml(const std::string& root, const std::string& name, const std
          "\n  explorer_input:\n    taskset:\n      name: walk\n      path: " + root +
          "/envdata/train.jsonl\n      format: {prompt_key: prompt}\n      rollout_args: {max_tokens: 120}\n"
          "    default_workflow_type: " +
-         workflow + "\n    workflow_args:\n" + args + "explorer:\n  runner_per_model: " + std::to_string(runners) +
+         workflow + "\n    workflow_args:\n      max_tokens_per_turn: 16\n" + args + "explorer:\n  runner_per_model: " + std::to_string(runners) +
          "\n  max_timeout: 60\ntrainer:\n  save_interval: 100\n";
 }
 
@@ -128,15 +128,19 @@ TEST(Envs, AgentGymServerAndAlfworldPreset) {
   for (int i = 0; i < 4; ++i) rows += "{\"prompt\": \"walk\", \"game\": " + std::to_string(i) + "}\n";
   write_text(root + "/envdata/alf.jsonl", rows);
   std::string y = env_yaml(root, "env_alf", "alfworld_workflow", "      max_env_steps: 2\n", 1);
-  y.replace(y.find(root + "/envdata/train.jsonl"), root.size() + 24, root + "/envdata/alf.jsonl");
+  y.replace(y.find(root + "/envdata/train.jsonl"), root.size() + 20, root + "/envdata/alf.jsonl");
   setenv("ALFWORLD_ENV_URL", srv.url().c_str(), 1);
-  r = run_env(root, "env_alf", y);
+  // Upstream's system prompt is ~1500 byte tokens; two observations of ~130 need more than 120 tokens.
+  r = run_env(root, "env_alf", y,
+              {"model.max_prompt_tokens=2400", "model.max_response_tokens=400",
+               "buffer.explorer_input.taskset.rollout_args.max_tokens=400"});
   unsetenv("ALFWORLD_ENV_URL");
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto m = read_metrics(job_dir(root, "env_alf"));
   EXPECT_EQ(metric_sum(m, "explorer", "rollout/finished_task_count"), 2) << r.out;
   // The model never writes <action>: every episode times out at max_env_steps with upstream's -0.1.
   EXPECT_NEAR(metric_values(m, "explorer", "rollout/env_reward/mean").at(0), -0.1, 1e-9) << r.out;
+  EXPECT_EQ(metric_values(m, "explorer", "rollout/env_steps/mean").at(0), 2) << r.out;
 }
 
 TEST(Envs, FailuresAreCountedByReasonWithoutHanging) {
