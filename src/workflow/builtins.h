@@ -13,6 +13,7 @@ void register_simple_workflows();       // simple_workflow.cpp
 void register_frozen_lake_workflow();   // frozen_lake_workflow.cpp
 void register_arithmetic_workflow();    // arithmetic.cpp
 void register_command_workflow();       // command_workflow.cpp
+void register_react_workflow();         // react_workflow.cpp
 
 // Inserts a built-in unless the name is already registered.
 void add_builtin(const std::string& name, WorkflowFactory factory);

@@ -4,9 +4,8 @@
 //   [sampled ids of turn 0]                                               mask 1, rollout logprobs
 //   [glue: end-of-turn rest + user_1 observation + generation prompt]     mask 0, logprob 0
 //   [sampled ids of turn 1] ...
-// The glue text is cut from a rendering of the conversation in which the last assistant turn holds a
-// sentinel: everything after the sentinel's end-of-turn token (the sampled EOS already supplies it)
-// is tokenized on its own, so no sampled text is ever re-tokenized. rollout max_tokens is the budget
+// The glue comes from turn_glue_ids (workflow/turn_glue.h), so no sampled text is ever
+// re-tokenized. rollout max_tokens is the budget
 // of the whole response part (sampled + glue); running out ends the episode as response_truncated.
 #include <cctype>
 #include <nlohmann/json.hpp>
@@ -17,6 +16,7 @@
 #include "workflow/builtins.h"
 #include "workflow/envs/frozen_lake.h"
 #include "workflow/simple_workflow.h"
+#include "workflow/turn_glue.h"
 
 namespace trinity::workflow {
 namespace {
@@ -41,8 +41,6 @@ const char* kSystemPrompt =
     "it.\n\n"
     "Please show your thinking process and put the final action in ``` ```. In every turn, the final action MUST "
     "be one of Up, Down, Left, Right.\n";
-
-const char* kSentinel = "TRINITYTURNSENTINEL7f3a9";
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -141,37 +139,6 @@ class FrozenLakeWorkflow : public Workflow {
     return s;
   }
 
-  // Ids that follow the sampled ids of the last assistant turn: the rest of its end-of-turn, the
-  // next user message and the generation prompt.
-  static std::vector<int32_t> glue_ids(ModelClient& model, const json& msgs_before_assistant,
-                                       const std::string& user_content, const Sample& s) {
-    json m = msgs_before_assistant;
-    m.push_back({{"role", "assistant"}, {"content", kSentinel}});
-    m.push_back({{"role", "user"}, {"content", user_content}});
-    const std::string r = model.render_chat_template(m.dump(), true);
-    const size_t at = r.rfind(kSentinel);
-    if (at == std::string::npos)
-      throw UnsupportedError("workflow", "frozen_lake_workflow: the chat template drops assistant content; cannot "
-                                         "build a concatenated multi-turn sequence");
-    size_t cut = at + std::string(kSentinel).size();
-    // The end-of-turn token the template writes after assistant content: the first EOS string after it.
-    const auto& tok = model.tokenizer();
-    size_t eot_pos = std::string::npos, eot_len = 0;
-    int32_t eot_id = -1;
-    for (int32_t id : model.eos_ids()) {
-      const std::string t = tok.id_to_token(id);
-      if (t.empty()) continue;
-      const size_t p = r.find(t, cut);
-      if (p != std::string::npos && p < eot_pos) eot_pos = p, eot_len = t.size(), eot_id = id;
-    }
-    // When the sample ended with that token (the usual stop), the glue starts after it; otherwise
-    // (a different EOS, a stop string) the template's own end-of-turn text is part of the glue.
-    if (eot_pos != std::string::npos && !s.ids.empty() && s.ids.back() == eot_id &&
-        trim(r.substr(cut, eot_pos - cut)).empty())
-      cut = eot_pos + eot_len;
-    return tok.encode(std::string_view(r).substr(cut));
-  }
-
   buffer::Experience episode(RunContext& ctx, int64_t run) {
     ModelClient& model = *ctx.model;
     FrozenLake env(map_, slippery_);
@@ -206,10 +173,7 @@ class FrozenLakeWorkflow : public Workflow {
       const auto samples = model.generate_ids(e.tokens, opt);
       if (samples.empty()) throw ValueError("workflow", "frozen_lake_workflow: the model returned no sample");
       const Sample& s = samples[0];
-      TRINITY_ASSERT(s.logprobs.size() == s.ids.size(), "sample logprobs/ids size mismatch");
-      e.tokens.insert(e.tokens.end(), s.ids.begin(), s.ids.end());
-      e.logprobs.insert(e.logprobs.end(), s.logprobs.begin(), s.logprobs.end());
-      e.action_mask.insert(e.action_mask.end(), s.ids.size(), 1);
+      append_sampled(e, s);
       e.model_version = s.model_version;
       last_finish = s.finish_reason;
       const json before = msgs;
@@ -228,15 +192,15 @@ class FrozenLakeWorkflow : public Workflow {
       ++steps;  // an invalid action is a counted no-op step, as in Trinity
       if (done || steps >= env_max_steps_ || turn + 1 >= agent_max_steps_) break;
       const std::string user = observation(env, steps, env.render() == prev_obs);
-      const std::vector<int32_t> glue = glue_ids(model, before, user, s);
+      const std::vector<int32_t> glue =
+          turn_glue_ids(model, before.dump(), json::array({{{"role", "user"}, {"content", user}}}).dump(), s, {},
+                        "frozen_lake_workflow");
       const int64_t after = static_cast<int64_t>(e.tokens.size() + glue.size());
       if (after - e.prompt_length >= budget || after >= max_len) {
         truncated = true;
         break;
       }
-      e.tokens.insert(e.tokens.end(), glue.begin(), glue.end());
-      e.logprobs.insert(e.logprobs.end(), glue.size(), 0.0f);
-      e.action_mask.insert(e.action_mask.end(), glue.size(), 0);
+      append_glue(e, glue);
       msgs.push_back({{"role", "user"}, {"content", user}});
     }
     if (truncated) {
@@ -250,10 +214,7 @@ class FrozenLakeWorkflow : public Workflow {
     e.info = json{{"env_steps", steps}, {"env_done", done ? 1 : 0}, {"success", env.at_goal() ? 1 : 0},
                   {"finish_reason", last_finish}, {"desc", map_}}
                  .dump();
-    const auto& tok = model.tokenizer();
-    e.prompt_text = tok.decode(std::span<const int32_t>(e.tokens.data(), static_cast<size_t>(e.prompt_length)));
-    e.response_text = tok.decode(std::span<const int32_t>(e.tokens.data() + e.prompt_length,
-                                                          e.tokens.size() - static_cast<size_t>(e.prompt_length)));
+    decode_texts(e, model);
     e.messages = msgs.dump();
     return e;
   }

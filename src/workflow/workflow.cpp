@@ -28,6 +28,7 @@ Registry& registry() {
     detail::register_frozen_lake_workflow();
     detail::register_arithmetic_workflow();
     detail::register_command_workflow();
+    detail::register_react_workflow();
   });
   return raw_registry();
 }
