@@ -44,6 +44,7 @@ const Variant kVariants[] = {{"react_workflow", 10, false},
 
 struct Tally {
   int64_t turns = 0, tool_calls = 0, tool_errors = 0, tool_timeouts = 0;
+  int64_t unisolated = 0;  // python runs that had network access although isolation was asked for
 };
 
 class ReactWorkflow : public Workflow {
@@ -262,6 +263,7 @@ class ReactWorkflow : public Workflow {
                   {"tool_calls", tally.tool_calls},
                   {"tool_call_format", tok::tool_call_format_name(fmt)},
                   {"tools_in_system_prompt", !renders_tools},
+                  {"tool_runs_without_network_isolation", tally.unisolated},
                   {"finish_reason", last_finish}}
                  .dump();
     decode_texts(e, model);
@@ -276,6 +278,7 @@ class ReactWorkflow : public Workflow {
       const ToolResult r = t->call(c.arguments);
       tally.tool_errors += r.error ? 1 : 0;
       tally.tool_timeouts += r.timed_out ? 1 : 0;
+      tally.unisolated += r.unisolated ? 1 : 0;
       return r.text;
     }
     ++tally.tool_errors;

@@ -175,6 +175,8 @@ TEST(PythonTool, NoNetworkWhenIsolated) {
   close(s);
   EXPECT_EQ(r2.out, "connected\n") << r2.err;
   EXPECT_FALSE(r2.network_isolated);
+  EXPECT_FALSE(PythonTool(open).call(R"J({"code": "pass"})J").unisolated);  // not asked for
+  EXPECT_EQ(PythonTool(quick()).call(R"J({"code": "pass"})J").unisolated, !r.network_isolated);
   if (!r.network_isolated) GTEST_SKIP() << "the kernel refused a new network namespace here; ran unisolated";
   EXPECT_EQ(r.out.rfind("refused", 0), 0u) << r.out << r.err;
 }

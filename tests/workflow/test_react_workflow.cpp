@@ -102,6 +102,7 @@ TEST(ReactWorkflow, PlainChatMLToolInSystemPromptThenBoxedAnswer) {
   const auto info = json::parse(e.info);
   EXPECT_EQ(info["tool_call_format"], "llama3_json");  // the template renders no <tool_call>
   EXPECT_EQ(info["tools_in_system_prompt"], true);
+  EXPECT_TRUE(info["tool_runs_without_network_isolation"].is_number());
   EXPECT_NE(e.prompt_text.find("\"name\": \"execute_python_code\""), std::string::npos) << e.prompt_text;
   EXPECT_NE(e.prompt_text.find("You are an agent specialized in solving math problems"), std::string::npos);
   EXPECT_EQ(glue_text(e, m, 0),

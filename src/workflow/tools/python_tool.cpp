@@ -183,6 +183,7 @@ ToolResult PythonTool::call(const std::string& arguments_json) {
   else if (r.signal != 0 && r.err.empty())
     err = strcat("The process was ", r.how, ".");
   res.timed_out = r.timed_out;
+  res.unisolated = opt_.isolate_network && !r.network_isolated;
   res.error = r.timed_out || r.exit_code != 0;
   res.text = strcat("<returncode>", r.exit_code, "</returncode><stdout>", r.out, "</stdout><stderr>", err, "</stderr>");
   return res;

@@ -9,9 +9,10 @@
 namespace trinity::workflow {
 
 struct ToolResult {
-  std::string text;        // the `tool` message content
-  bool error = false;      // bad arguments, a failed run (non-zero exit, crash) or a timeout
-  bool timed_out = false;  // the wall-clock limit ended it
+  std::string text;         // the `tool` message content
+  bool error = false;       // bad arguments, a failed run (non-zero exit, crash) or a timeout
+  bool timed_out = false;   // the wall-clock limit ended it
+  bool unisolated = false;  // network isolation was asked for and the kernel refused it (python tool)
 };
 
 class Tool {
