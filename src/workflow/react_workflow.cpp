@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_limits.h"
 #include "tokenizer/tool_call_parse.h"
 #include "workflow/builtins.h"
 #include "workflow/simple_workflow.h"
@@ -94,6 +95,11 @@ class ReactWorkflow : public Workflow {
     }
     py_.timeout_s = wa.get_double("tool_timeout", 300);
     py_.cpu_s = wa.get_double("tool_cpu_s", 0);
+    if (!(py_.timeout_s > 0) || !(py_.cpu_s >= 0))
+      throw ConfigError("workflow", strcat(name_,
+                                           ": workflow_args.tool_timeout must be > 0 and tool_cpu_s >= 0 (0 = "
+                                           "the timeout), got ",
+                                           py_.timeout_s, " and ", py_.cpu_s));
     const int64_t mb = wa.get_int("tool_memory_mb", 2048);
     if (mb < 64) throw ConfigError("workflow", strcat(name_, ": workflow_args.tool_memory_mb must be >= 64, got ", mb));
     py_.memory_bytes = static_cast<uint64_t>(mb) << 20;
@@ -119,8 +125,17 @@ class ReactWorkflow : public Workflow {
     if (!task.reward_fn.empty()) {
       reward_ = make_reward_fn(task.reward_fn, task.reward_fn_args);
     } else {
-      const double coef = wa.get_double("format_score_coef", 0.1);
-      reward_ = make_reward_fn("math_boxed_reward", json{{"with_think", false}, {"format_score_coef", coef}}.dump());
+      // reward_fn_args without a reward_fn go to it, as upstream passes them to its GSM8K reward.
+      json ra = {{"with_think", false}, {"format_score_coef", wa.get_double("format_score_coef", 0.1)}};
+      if (!task.reward_fn_args.empty()) {
+        check_json_depth(task.reward_fn_args, strcat(name_, ": reward_fn_args"), kMaxJsonDepth, "workflow");
+        const json extra = json::parse(task.reward_fn_args, nullptr, /*allow_exceptions=*/false);
+        if (!extra.is_object())
+          throw ConfigError("workflow", strcat(name_, ": reward_fn_args must be a JSON object, got '",
+                                               task.reward_fn_args.substr(0, 200), "'"));
+        ra.update(extra);
+      }
+      reward_ = make_reward_fn("math_boxed_reward", ra.dump());
     }
   }
 

@@ -169,6 +169,22 @@ TEST(ReactWorkflow, MaxTurnsWithoutAnswerScoresZero) {
   EXPECT_EQ(make_workflow("react_workflow", t)->run(ctx).at(0).metrics.at("turns"), 2.0);
 }
 
+TEST(ReactWorkflow, RewardFnArgsWithoutRewardFnReachTheDefaultReward) {
+  FakeModelClient m(testing::byte_tokenizer(), {258});
+  m.push({"<think>\nfine\n</think> \\boxed{42}"});
+  RunContext ctx;
+  ctx.model = &m;
+  auto t = gsm8k_task();
+  t.reward_fn_args = R"({"with_think": true, "format_score_coef": 0.5})";
+  auto e = make_workflow("as_react_workflow", t)->run(ctx).at(0);
+  EXPECT_EQ(*e.reward, 1.0);
+  m.push({"\\boxed{42}"});  // no think block: -0.5
+  e = make_workflow("as_react_workflow", t)->run(ctx).at(0);
+  EXPECT_EQ(*e.reward, 0.5);
+  t.reward_fn_args = R"({"bogus": 1})";
+  EXPECT_THROW(make_workflow("as_react_workflow", t), ConfigError);
+}
+
 TEST(ReactWorkflow, TokenBudgetTruncates) {
   FakeModelClient m(testing::byte_tokenizer(), {258});
   m.push({py_call_llama("print(1)")});
@@ -191,7 +207,7 @@ TEST(ReactWorkflow, BadWorkflowArgsNameTheKey) {
                                                         {R"({"tools": ["bash"]})", "bash"},
                                                         {R"({"tool_call_format": "mistral"})", "mistral"},
                                                         {R"({"max_turns": 0})", "max_turns"},
-                                                        {R"({"tool_timeout": -1})", "timeout"},
+                                                        {R"({"tool_timeout": -1})", "tool_timeout"},
                                                         {R"({"tool_memory_mb": 1})", "tool_memory_mb"}}) {
     try {
       make_workflow("agentscope_react_math_workflow", gsm8k_task(args));
