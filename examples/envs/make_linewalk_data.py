@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Data for the environment quickstart (standard library): python3 make_linewalk_data.py --out DIR
 
-DIR/linewalk_train.jsonl, DIR/linewalk_eval.jsonl: tasks {"prompt": "walk", "seed": n, "size": S};
-env_workflow passes seed and size to the linewalk server's reset (workflow_args.reset_keys).
+DIR/linewalk_train.jsonl, DIR/linewalk_eval.jsonl: tasks {"prompt": "walk", "seed": n, "size": S, "goal": G};
+env_workflow passes them to the linewalk server's reset (workflow_args.reset_keys). The goal is at
+one end of the line (0 or S-1) and the start anywhere else, so the right move depends on the goal.
 DIR/linewalk_sft.jsonl: conversations for the SFT warm-up (messages format) in the same words the
 workflow uses ("at P goal G" observations, "left"/"right" answers): every answer is a coin flip
 (--p-correct 0.5), so the warmed model speaks the action format but has not learnt where to go.
@@ -29,11 +30,12 @@ def main():
     for name, n, base in (("linewalk_train", a.train, 0), ("linewalk_eval", a.eval, 10 ** 6)):
         with open(os.path.join(a.out, name + ".jsonl"), "w") as f:
             for i in range(n):
-                f.write(json.dumps({"prompt": "walk", "seed": base + i, "size": a.size}) + "\n")
+                goal = rng.choice([0, a.size - 1])
+                f.write(json.dumps({"prompt": "walk", "seed": base + i, "size": a.size, "goal": goal}) + "\n")
     with open(os.path.join(a.out, "linewalk_sft.jsonl"), "w") as f:
         for _ in range(a.sft):
-            pos = rng.randrange(a.size)
-            goal = rng.choice([g for g in range(a.size) if g != pos])
+            goal = rng.choice([0, a.size - 1])
+            pos = rng.choice([p for p in range(a.size) if p != goal])
             msgs = []
             for _ in range(abs(goal - pos) + 2):
                 msgs.append({"role": "user", "content": f"at {pos} goal {goal}"})

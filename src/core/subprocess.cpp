@@ -4,13 +4,19 @@
 // with clone(CLONE_VM|CLONE_VFORK), so a large trainer process is not copied page table by page table,
 // and an exec failure comes back as its return value. The exit is seen with waitid(WNOWAIT) first so the
 // zombie still holds the pid (and so the pgid) while the group is SIGKILLed; only then it is reaped.
+// Sandboxed children (limits, uid, namespaces) are forked instead: the child runs only async-signal-safe
+// calls on data prepared before fork() and reports a failed step (or the namespace outcome) over a
+// close-on-exec status pipe, which reads EOF once exec succeeded.
 #include "core/subprocess.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -169,6 +175,72 @@ std::string find_in_path(const std::string& name, const std::string& path, const
   return "";
 }
 
+// Records the child writes to the status pipe.
+struct StatusRecord {
+  char tag;   // 'N' network namespace granted, 'n' refused, 'E' a step failed (then _exit(127))
+  char step;  // index into kSteps
+  int error;  // errno
+};
+constexpr const char* kSteps[] = {"setpgid",   "dup2",      "chdir",     "setgroups",
+                                  "setresgid", "setresuid", "setrlimit", "exec"};
+
+struct ForkPlan {  // everything the forked child touches, built before fork()
+  const char* program;
+  char** argv;
+  char** envp;
+  const char* cwd;  // nullptr = inherit
+  int in, out, err, status;
+  const SubprocessOptions* opts;
+};
+
+void report(int fd, char tag, char step, int error) {
+  const StatusRecord r{tag, step, error};
+  while (write(fd, &r, sizeof r) < 0 && errno == EINTR) {
+  }
+}
+
+[[noreturn]] void fail_step(int fd, int step) {
+  report(fd, 'E', static_cast<char>(step), errno);
+  _exit(127);
+}
+
+// Runs in the forked child: async-signal-safe calls only.
+[[noreturn]] void child_exec(const ForkPlan& p) {
+  const SubprocessOptions& o = *p.opts;
+  if (setpgid(0, 0) != 0) fail_step(p.status, 0);
+  if (dup2(p.in, 0) < 0 || dup2(p.out, 1) < 0 || dup2(p.err, 2) < 0) fail_step(p.status, 1);
+  sigset_t none;
+  sigemptyset(&none);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGPIPE, SIGXCPU, SIGXFSZ}) sigaction(sig, &dfl, nullptr);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (p.cwd && chdir(p.cwd) != 0) fail_step(p.status, 2);
+  if (o.run_as_gid >= 0) {
+    if (setgroups(0, nullptr) != 0) fail_step(p.status, 3);
+    const auto g = static_cast<gid_t>(o.run_as_gid);
+    if (setresgid(g, g, g) != 0) fail_step(p.status, 4);
+  }
+  if (o.run_as_uid >= 0) {
+    const auto u = static_cast<uid_t>(o.run_as_uid);
+    if (setresuid(u, u, u) != 0) fail_step(p.status, 5);
+  }
+  if (o.new_net_namespace) {
+    const bool ok = unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0 || unshare(CLONE_NEWNET) == 0;
+    report(p.status, ok ? 'N' : 'n', 0, ok ? 0 : errno);
+  }
+  for (const auto& r : o.rlimits) {
+    rlimit lim{static_cast<rlim_t>(r.limit), static_cast<rlim_t>(r.limit)};
+    if (r.resource == RLIMIT_CPU && lim.rlim_max != RLIM_INFINITY) lim.rlim_max += 1;
+    if (setrlimit(r.resource, &lim) != 0) fail_step(p.status, 6);
+  }
+  // Nothing but stdio and the status pipe (close-on-exec) crosses into the sandbox.
+  if (p.status > 3) syscall(SYS_close_range, 3u, static_cast<unsigned>(p.status - 1), 0u);
+  syscall(SYS_close_range, static_cast<unsigned>(p.status + 1), ~0u, 0u);
+  execve(p.program, p.argv, p.envp);
+  fail_step(p.status, 7);
+}
+
 int ceil_ms(Clock::duration d) {
   const double ms = std::chrono::duration<double, std::milli>(d).count();
   return static_cast<int>(std::clamp(std::ceil(ms), 0.0, 100.0));
@@ -202,9 +274,11 @@ SubprocessResult run_subprocess(const SubprocessOptions& opts) {
   for (const auto& [k, v] : opts.env) {
     if (k.empty() || k.find('=') != std::string::npos)
       throw ValueError("subprocess", strcat("bad environment variable name '", k, "'"));
-    if (k == "PATH") path = v;
   }
-  for (char** e = environ; e && *e; ++e) {
+  if (opts.clear_env) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const auto& [k, v] : opts.env)
+    if (k == "PATH") path = v;
+  for (char** e = opts.clear_env ? nullptr : environ; e && *e; ++e) {
     const std::string_view kv(*e);
     const std::string_view key = kv.substr(0, kv.find('='));
     if (std::none_of(opts.env.begin(), opts.env.end(), [&](const auto& p) { return p.first == key; }))
@@ -231,7 +305,41 @@ SubprocessResult run_subprocess(const SubprocessOptions& opts) {
   SigpipeBlock sigpipe;
   Pipe in, out, err;
   Child child;
-  {
+  SubprocessResult res;
+  const bool sandboxed =
+      !opts.rlimits.empty() || opts.run_as_uid >= 0 || opts.run_as_gid >= 0 || opts.new_net_namespace;
+  if (sandboxed) {
+    Pipe status;
+    const ForkPlan plan{program.c_str(),
+                        argv.data(),
+                        envp.data(),
+                        opts.cwd.empty() ? nullptr : opts.cwd.c_str(),
+                        in.r.get(),
+                        out.w.get(),
+                        err.w.get(),
+                        status.w.get(),
+                        &opts};
+    child.pid = fork();
+    if (child.pid < 0) {
+      child.pid = -1;
+      throw IoError("subprocess", strcat("cannot run '", name, "': fork failed: ", err_text(errno)));
+    }
+    if (child.pid == 0) child_exec(plan);
+    status.w.reset();
+    StatusRecord r{};
+    for (;;) {  // EOF once exec succeeded (or the child died)
+      const ssize_t n = read(status.r.get(), &r, sizeof r);
+      if (n < 0 && errno == EINTR) continue;
+      if (n != static_cast<ssize_t>(sizeof r)) break;
+      if (r.tag == 'N') res.network_isolated = true;
+      if (r.tag == 'E') {
+        child.reap();
+        const int step = std::clamp<int>(r.step, 0, static_cast<int>(std::size(kSteps)) - 1);
+        throw IoError("subprocess", strcat("cannot run '", name, "' as '", program, "' (cwd '", shown_cwd,
+                                           "'): ", kSteps[step], " failed in the child: ", err_text(r.error)));
+      }
+    }
+  } else {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
@@ -265,7 +373,6 @@ SubprocessResult run_subprocess(const SubprocessOptions& opts) {
   pidfd.fd = static_cast<int>(syscall(SYS_pidfd_open, child.pid, 0));
 
   LineSplitter split_out(opts.on_stdout_line, opts.max_line_bytes), split_err(opts.on_stderr_line, opts.max_line_bytes);
-  SubprocessResult res;
   const bool has_deadline = opts.timeout_s > 0;
   const auto secs = [](double s) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
@@ -319,7 +426,11 @@ SubprocessResult run_subprocess(const SubprocessOptions& opts) {
       }
       const bool is_out = fds[i].fd == out.r.get();
       const ssize_t r = read(fds[i].fd, buf.data(), buf.size());
-      if (r > 0) (is_out ? split_out : split_err).feed(buf.data(), static_cast<size_t>(r));
+      if (r > 0) {
+        const auto& raw = is_out ? opts.on_stdout_data : opts.on_stderr_data;
+        if (raw) raw(std::string_view(buf.data(), static_cast<size_t>(r)));
+        (is_out ? split_out : split_err).feed(buf.data(), static_cast<size_t>(r));
+      }
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
         (is_out ? split_out : split_err).finish();
         (is_out ? out.r : err.r).reset();

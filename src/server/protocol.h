@@ -16,6 +16,7 @@
 #include "engine/engine.h"
 #include "server/json_grammar.h"
 #include "tokenizer/jinja.h"
+#include "tokenizer/tool_call_parse.h"
 
 namespace trinity::server {
 
@@ -76,11 +77,7 @@ void fit_to_context(CommonRequest& r, int64_t prompt_len, int64_t max_model_len,
                     const std::string& prompt_param);
 
 // One parsed tool call.
-struct ToolCall {
-  std::string id;         // "call_..."
-  std::string name;
-  std::string arguments;  // JSON text of the arguments object
-};
+using ToolCall = tok::ToolCall;  // id "call_...", name, arguments (JSON text of the arguments object)
 
 // What the server needs from the tokenizer to describe tokens in logprobs.
 struct TokenText {

@@ -15,6 +15,7 @@ void register_arithmetic_workflow();    // arithmetic.cpp
 void register_command_workflow();       // command_workflow.cpp
 void register_env_workflows();          // env_workflow.cpp
 void register_env_presets();            // env_presets.cpp (alfworld_workflow, ...)
+void register_react_workflow();         // react_workflow.cpp
 
 // Inserts a built-in unless the name is already registered.
 void add_builtin(const std::string& name, WorkflowFactory factory);

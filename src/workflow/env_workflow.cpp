@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/tool_call_parse.h"
 #include "workflow/builtins.h"
 #include "workflow/simple_workflow.h"
 #include "workflow/turn_glue.h"
@@ -215,26 +216,24 @@ std::string render_observation(const std::string& tmpl, const env::StepResult& r
   throw Error("env", strcat(env::fail_reason_name(e.reason()), ": ", msg));
 }
 
-// The action JSON from a tool call in `text` (Qwen/Hermes <tool_call>{...}</tool_call> or a bare
-// {"name", "arguments"|"parameters"} object); nullopt when there is none.
-std::optional<json> tool_call_arguments(const std::string& text, const std::string& tool_name, json& call) {
-  std::string body = text;
-  if (const size_t open = text.find("<tool_call>"); open != std::string::npos) {
-    const size_t start = open + 11, close = text.find("</tool_call>", start);
-    body = text.substr(start, close == std::string::npos ? std::string::npos : close - start);
-  } else {
-    const size_t b = text.find('{'), e = text.rfind('}');
-    if (b == std::string::npos || e == std::string::npos || e < b) return std::nullopt;
-    body = text.substr(b, e - b + 1);
+// The action JSON of the first call of `tool_name` in `text`, in the template's tool-call convention
+// (or the other one: small models mix them up); fills the assistant message's content / tool_calls.
+std::optional<json> tool_call_action(const std::string& text, const std::string& tool_name, tok::ToolCallFormat fmt,
+                                     json& assistant) {
+  const auto other =
+      fmt == tok::ToolCallFormat::kHermes ? tok::ToolCallFormat::kLlama3Json : tok::ToolCallFormat::kHermes;
+  tok::ParsedToolCalls p = tok::parse_tool_calls(text, fmt);
+  if (p.calls.empty()) p = tok::parse_tool_calls(text, other);
+  for (const auto& c : p.calls) {
+    if (c.name != tool_name) continue;
+    json args = json::parse(c.arguments, nullptr, false);
+    if (!args.is_object()) continue;
+    assistant["content"] = p.content ? trim(*p.content) : "";
+    assistant["tool_calls"] = json::array(
+        {{{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}}});
+    return args;
   }
-  json j = json::parse(trim(body), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("name")) return std::nullopt;
-  json args = j.contains("arguments") ? j["arguments"] : j.contains("parameters") ? j["parameters"] : json::object();
-  if (args.is_string()) args = json::parse(args.get<std::string>(), nullptr, false);
-  if (args.is_discarded() || !args.is_object()) return std::nullopt;
-  if (!j["name"].is_string() || j["name"].get<std::string>() != tool_name) return std::nullopt;
-  call = {{"id", "call_0"}, {"type", "function"}, {"function", {{"name", tool_name}, {"arguments", args.dump()}}}};
-  return args;
+  return std::nullopt;
 }
 
 class EnvWorkflow : public Workflow {
@@ -308,17 +307,11 @@ class EnvWorkflow : public Workflow {
   }
 
   // The action JSON for the model's answer; `valid` false when it had no usable action.
-  json action_for(const std::string& text, bool& valid, json& assistant) const {
+  json action_for(const std::string& text, bool& valid, json& assistant) {
     valid = true;
     assistant = {{"role", "assistant"}, {"content", text}};
     if (args_.tool_call) {
-      json call;
-      if (auto a = tool_call_arguments(text, args_.tool_name, call)) {
-        const size_t open = text.find("<tool_call>");
-        assistant["content"] = open == std::string::npos ? "" : trim(text.substr(0, open));
-        assistant["tool_calls"] = json::array({call});
-        return *a;
-      }
+      if (auto a = tool_call_action(text, args_.tool_name, tool_format_, assistant)) return *a;
       valid = false;
       return json{{args_.action_field, trim(text)}};
     }
@@ -382,6 +375,9 @@ class EnvWorkflow : public Workflow {
 
   std::vector<buffer::Experience> play(RunContext& ctx, ModelClient& model, env::Session& session, int64_t run) {
     const std::string tools = args_.tool_call ? tools_json(session) : "";
+    if (args_.tool_call)
+      tool_format_ = tok::tool_call_format_for_template(
+          model.render_chat_template(json::array({{{"role", "user"}, {"content", "x"}}}).dump(), true, tools));
     env::StepResult obs = session.reset(reset_.dump());
     json obs_json = json::parse(obs.observation_json, nullptr, false);
     const std::string wf = preset_.name;
@@ -452,9 +448,7 @@ class EnvWorkflow : public Workflow {
         steps.push_back(std::move(e));
         anchors.push_back(obs.observation_text);
       } else {
-        whole.tokens.insert(whole.tokens.end(), s.ids.begin(), s.ids.end());
-        whole.logprobs.insert(whole.logprobs.end(), s.logprobs.begin(), s.logprobs.end());
-        whole.action_mask.insert(whole.action_mask.end(), s.ids.size(), 1);
+        append_sampled(whole, s);
         whole.model_version = s.model_version;
       }
       bool valid = true;
@@ -476,15 +470,14 @@ class EnvWorkflow : public Workflow {
       json next = {{"role", args_.tool_call && assistant.contains("tool_calls") ? "tool" : "user"},
                    {"content", user_text(obs, obs_json, turns)}};
       if (!args_.step_wise) {
-        const std::vector<int32_t> glue = turn_glue_ids(model, before.dump(), assistant.dump(), json::array({next}).dump(), s, tools);
+        const std::vector<int32_t> glue =
+            turn_glue_ids(model, before.dump(), json::array({next}).dump(), s, TurnTemplate{tools, std::nullopt}, wf);
         const int64_t after = static_cast<int64_t>(whole.tokens.size() + glue.size());
         if (after - whole.prompt_length >= budget || after >= max_len) {
           truncated = true;
           break;
         }
-        whole.tokens.insert(whole.tokens.end(), glue.begin(), glue.end());
-        whole.logprobs.insert(whole.logprobs.end(), glue.size(), 0.0f);
-        whole.action_mask.insert(whole.action_mask.end(), glue.size(), 0);
+        append_glue(whole, glue);
       }
       msgs.push_back(next);
     }
@@ -499,12 +492,6 @@ class EnvWorkflow : public Workflow {
     const json info_base = {{"env_steps", rewards.size()},  {"env_done", done ? 1 : 0},
                             {"env_rewards", rewards},        {"finish_reason", last_finish},
                             {"invalid_actions", invalid},    {"reset_args", reset_}};
-    const auto& tok = model.tokenizer();
-    auto texts = [&](buffer::Experience& e) {
-      e.prompt_text = tok.decode(std::span<const int32_t>(e.tokens.data(), static_cast<size_t>(e.prompt_length)));
-      e.response_text = tok.decode(std::span<const int32_t>(e.tokens.data() + e.prompt_length,
-                                                            e.tokens.size() - static_cast<size_t>(e.prompt_length)));
-    };
     if (!args_.step_wise) {
       if (truncated) whole.truncate_status = buffer::TruncateStatus::kResponseTruncated;
       whole.reward = reward;
@@ -512,7 +499,7 @@ class EnvWorkflow : public Workflow {
       whole.info = info_base.dump();
       whole.messages = msgs.dump();
       if (!tools.empty()) whole.tools = tools;
-      texts(whole);
+      decode_texts(whole, model);
       return {std::move(whole)};
     }
     for (size_t t = 0; t < steps.size(); ++t) {
@@ -524,7 +511,7 @@ class EnvWorkflow : public Workflow {
       info["step"] = t;
       e.info = info.dump();
       if (!tools.empty()) e.tools = tools;
-      texts(e);
+      decode_texts(e, model);
     }
     if (!steps.empty()) steps.back().messages = msgs.dump();
     return steps;
@@ -536,6 +523,7 @@ class EnvWorkflow : public Workflow {
   EnvArgs args_;
   std::optional<std::regex> pattern_;
   json reset_;
+  tok::ToolCallFormat tool_format_ = tok::ToolCallFormat::kHermes;  // of this episode's chat template
 };
 
 }  // namespace

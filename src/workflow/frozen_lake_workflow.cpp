@@ -4,7 +4,8 @@
 //   [sampled ids of turn 0]                                               mask 1, rollout logprobs
 //   [glue: end-of-turn rest + user_1 observation + generation prompt]     mask 0, logprob 0
 //   [sampled ids of turn 1] ...
-// The glue comes from turn_glue_ids (turn_glue.h): no sampled text is ever re-tokenized. rollout max_tokens is the budget
+// The glue comes from turn_glue_ids (workflow/turn_glue.h), so no sampled text is ever
+// re-tokenized. rollout max_tokens is the budget
 // of the whole response part (sampled + glue); running out ends the episode as response_truncated.
 #include <cctype>
 #include <nlohmann/json.hpp>
@@ -172,10 +173,7 @@ class FrozenLakeWorkflow : public Workflow {
       const auto samples = model.generate_ids(e.tokens, opt);
       if (samples.empty()) throw ValueError("workflow", "frozen_lake_workflow: the model returned no sample");
       const Sample& s = samples[0];
-      TRINITY_ASSERT(s.logprobs.size() == s.ids.size(), "sample logprobs/ids size mismatch");
-      e.tokens.insert(e.tokens.end(), s.ids.begin(), s.ids.end());
-      e.logprobs.insert(e.logprobs.end(), s.logprobs.begin(), s.logprobs.end());
-      e.action_mask.insert(e.action_mask.end(), s.ids.size(), 1);
+      append_sampled(e, s);
       e.model_version = s.model_version;
       last_finish = s.finish_reason;
       const json before = msgs;
@@ -194,17 +192,15 @@ class FrozenLakeWorkflow : public Workflow {
       ++steps;  // an invalid action is a counted no-op step, as in Trinity
       if (done || steps >= env_max_steps_ || turn + 1 >= agent_max_steps_) break;
       const std::string user = observation(env, steps, env.render() == prev_obs);
-      const json assistant = {{"role", "assistant"}, {"content", s.text}};
       const std::vector<int32_t> glue =
-          turn_glue_ids(model, before.dump(), assistant.dump(), json::array({{{"role", "user"}, {"content", user}}}).dump(), s);
+          turn_glue_ids(model, before.dump(), json::array({{{"role", "user"}, {"content", user}}}).dump(), s, {},
+                        "frozen_lake_workflow");
       const int64_t after = static_cast<int64_t>(e.tokens.size() + glue.size());
       if (after - e.prompt_length >= budget || after >= max_len) {
         truncated = true;
         break;
       }
-      e.tokens.insert(e.tokens.end(), glue.begin(), glue.end());
-      e.logprobs.insert(e.logprobs.end(), glue.size(), 0.0f);
-      e.action_mask.insert(e.action_mask.end(), glue.size(), 0);
+      append_glue(e, glue);
       msgs.push_back({{"role", "user"}, {"content", user}});
     }
     if (truncated) {
@@ -218,10 +214,7 @@ class FrozenLakeWorkflow : public Workflow {
     e.info = json{{"env_steps", steps}, {"env_done", done ? 1 : 0}, {"success", env.at_goal() ? 1 : 0},
                   {"finish_reason", last_finish}, {"desc", map_}}
                  .dump();
-    const auto& tok = model.tokenizer();
-    e.prompt_text = tok.decode(std::span<const int32_t>(e.tokens.data(), static_cast<size_t>(e.prompt_length)));
-    e.response_text = tok.decode(std::span<const int32_t>(e.tokens.data() + e.prompt_length,
-                                                          e.tokens.size() - static_cast<size_t>(e.prompt_length)));
+    decode_texts(e, model);
     e.messages = msgs.dump();
     return e;
   }

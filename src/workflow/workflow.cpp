@@ -29,6 +29,7 @@ Registry& registry() {
     detail::register_arithmetic_workflow();
     detail::register_command_workflow();
     detail::register_env_workflows();
+    detail::register_react_workflow();
   });
   return raw_registry();
 }

@@ -3,9 +3,11 @@
 // SIGKILL after the grace for a child ignoring SIGTERM, a 50 MB flood, start failures as IoError.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -257,4 +259,66 @@ TEST(Subprocess, ConcurrentRunsFromManyThreads) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(good.load(), 20);
+}
+
+// Sandbox options (fork + exec path): a cleared environment, limits applied in the child, raw output
+// chunks, the namespace outcome reported, a failing child step named in the IoError.
+TEST(SubprocessSandbox, ClearedEnvironmentOnlyHasTheGivenVariables) {
+  setenv("TRINITY_SUBPROCESS_SECRET", "s3cret", 1);
+  SubprocessOptions o = cmd({"sh", "-c", "env | sort"});
+  o.clear_env = true;
+  o.env = {{"PATH", "/usr/bin:/bin"}, {"A", "1"}};
+  Ran r = run(o);
+  unsetenv("TRINITY_SUBPROCESS_SECRET");
+  EXPECT_EQ(r.res.exit_code, 0);
+  // sh itself adds PWD (and maybe SHLVL / _); nothing of ours leaks.
+  for (const auto& l : r.out) EXPECT_EQ(l.find("TRINITY_SUBPROCESS_SECRET"), std::string::npos) << l;
+  EXPECT_NE(std::find(r.out.begin(), r.out.end(), "A=1"), r.out.end());
+}
+
+TEST(SubprocessSandbox, RlimitsApplyInTheChild) {
+  SubprocessOptions o = cmd({"sh", "-c", "ulimit -f; ulimit -n; ulimit -t"});
+  o.rlimits = {{RLIMIT_FSIZE, 1 << 20}, {RLIMIT_NOFILE, 64}, {RLIMIT_CPU, 7}};
+  Ran r = run(o);
+  EXPECT_EQ(r.res.exit_code, 0);
+  EXPECT_EQ(r.out, (std::vector<std::string>{"2048", "64", "7"}));  // ulimit -f counts 512-byte blocks
+  EXPECT_FALSE(r.res.network_isolated);
+}
+
+TEST(SubprocessSandbox, RawChunksAndLinesBothArrive) {
+  SubprocessOptions o = cmd({"sh", "-c", "printf 'ab\\ncd'; printf 'e' >&2"});
+  o.rlimits = {{RLIMIT_CORE, 0}};
+  std::string out, err;
+  o.on_stdout_data = [&](std::string_view c) { out += c; };
+  o.on_stderr_data = [&](std::string_view c) { err += c; };
+  Ran r = run(o);
+  EXPECT_EQ(out, "ab\ncd");
+  EXPECT_EQ(err, "e");
+  EXPECT_EQ(r.out, (std::vector<std::string>{"ab", "cd"}));
+}
+
+TEST(SubprocessSandbox, TimeoutAndExecFailureOnTheForkPath) {
+  SubprocessOptions o = cmd({"sh", "-c", "sleep 30"});
+  o.rlimits = {{RLIMIT_CORE, 0}};
+  o.timeout_s = 0.3;
+  Ran r = run(o);
+  EXPECT_TRUE(r.res.timed_out);
+  EXPECT_LT(r.res.seconds, 5);
+  SubprocessOptions bad = cmd({"/nonexistent/prog"});
+  bad.rlimits = {{RLIMIT_CORE, 0}};
+  try {
+    run_subprocess(bad);
+    FAIL();
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("exec failed in the child"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SubprocessSandbox, NetworkNamespaceWhereTheKernelAllows) {
+  SubprocessOptions o = cmd({"sh", "-c", "cat /proc/net/dev | wc -l"});
+  o.new_net_namespace = true;
+  Ran r = run(o);
+  EXPECT_EQ(r.res.exit_code, 0);
+  if (!r.res.network_isolated) GTEST_SKIP() << "no new network namespace allowed here";
+  EXPECT_EQ(r.out, (std::vector<std::string>{"3"}));  // two header lines + lo only
 }

@@ -98,13 +98,14 @@ class FakeModelClient : public workflow::ModelClient {
     return tok_.encode(render_chat_template(messages_json, add_generation_prompt, tools_json, enable_thinking));
   }
   std::string render_chat_template(const std::string& messages_json, bool add_generation_prompt,
-                                   const std::string& = "",
+                                   const std::string& tools_json = "",
                                    std::optional<bool> enable_thinking = std::nullopt) override {
     check_cancel();
-    if (chat_) {
+    if (chat_) {  // plain ChatML (below) ignores tools, as a template without tool support does
       tok::ChatOptions o;
       o.add_generation_prompt = add_generation_prompt;
       o.enable_thinking = enable_thinking;
+      if (!tools_json.empty()) o.tools = tok::jinja::Value::from_json(tools_json);
       return chat_->render(tok::jinja::Value::from_json(messages_json), o);
     }
     std::string out;

@@ -181,7 +181,7 @@ TEST(EnvWorkflow, ToolCallActionsUseTheSchema) {
   EXPECT_FALSE(tools[0]["function"]["parameters"].contains("title"));
   const json msgs = json::parse(exps[0].messages);
   EXPECT_EQ(msgs[2]["content"], "Let me compute.");
-  EXPECT_EQ(msgs[2]["tool_calls"][0]["function"]["arguments"], R"({"tool":"calculate"})");
+  EXPECT_EQ(json::parse(msgs[2]["tool_calls"][0]["function"]["arguments"].get<std::string>()), (json{{"tool", "calculate"}}));
   EXPECT_EQ(msgs[3]["role"], "tool");
   EXPECT_EQ(exps[0].metrics.at("invalid_actions"), 0.0);
 }
