@@ -29,6 +29,9 @@ Registry& registry() {
     detail::register_arithmetic_workflow();
     detail::register_command_workflow();
     detail::register_env_workflows();
+    detail::register_rubric_judge_workflows();
+    detail::register_ruler_workflows();
+    detail::register_math_rm_workflow();
   });
   return raw_registry();
 }
