@@ -191,10 +191,10 @@ int cmd_debug_workflow(const Argv& argv) {
     explorer::AttemptClient ret{client,
                                 [client, ac] {
                                   client->cancel();
-                                  for (const auto& a : ac) a->cancel();
+                                  for (const auto& x : ac) x->cancel();
                                 },
                                 {}};
-    for (const auto& a : ac) ret.auxiliary.push_back(a);
+    for (const auto& x : ac) ret.auxiliary.push_back(x);
     return ret;
   });
   explorer::TaskJob job;

@@ -104,7 +104,8 @@ ParsedRating rating_from_text(std::string_view t, const std::string& key, double
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   std::string k = key;
   std::transform(k.begin(), k.end(), k.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (size_t at = lower.find(k); at != std::string::npos; at = lower.find(k, at + 1)) {
+  // The last mention wins: a judge that reasons in prose states its final rating at the end.
+  for (size_t at = lower.rfind(k); at != std::string::npos; at = at ? lower.rfind(k, at - 1) : std::string::npos) {
     size_t i = at + k.size();
     auto skip = [&](auto pred) {
       while (i < t.size() && pred(t[i])) ++i;
@@ -146,7 +147,7 @@ void add_judge_record(buffer::Experience& e, const JudgeRecord& r) {
   if (!r.error.empty()) rec["error"] = r.error;
   if (!info.contains("judge") || !info["judge"].is_array()) info["judge"] = json::array();
   info["judge"].push_back(std::move(rec));
-  e.info = info.dump();
+  e.info = info.dump(-1, ' ', false, json::error_handler_t::replace);  // judgements may cut UTF-8
 }
 
 ParsedRating parse_rating(std::string_view text, double lo, double hi, const std::string& key) {
@@ -229,7 +230,8 @@ ParsedScores parse_score_list(std::string_view text, size_t n) {
 }
 
 std::string judge_messages(const std::string& system, const std::string& user) {
-  return json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}}).dump();
+  return json::array({{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", user}}})
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 PolicyRollout single_turn_rollout(const buffer::Task& task, const std::string& system_prompt, RunContext& ctx) {

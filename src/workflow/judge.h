@@ -52,7 +52,7 @@ struct ParsedScores {
 
 // A rating in [lo, hi] from a judgement, trying in order: the first ``` block (```json or bare
 // ```) holding a JSON object with a numeric "rating"; every balanced {...} object in the text; the
-// first `rating: 7` / `"rating" = 7.5` (case-insensitive). A rating outside [lo, hi] is out_of_range.
+// last `rating: 7` / `"rating" = 7.5` (case-insensitive). A rating outside [lo, hi] is out_of_range.
 ParsedRating parse_rating(std::string_view text, double lo, double hi, const std::string& key = "rating");
 
 // RULER's list: the text between the last '[' and the last ']' (fails when '[' comes after ']'),

@@ -1,13 +1,19 @@
-// OpenAIJudge: configuration from the environment, and the chat completions call. The HTTP call needs
-// env::http_request (src/env/http_client.h, branch env-transport), which is not in this build yet:
-// chat() throws UnsupportedError saying so. TODO(judges): call env::http_request once it is merged.
+// OpenAIJudge: configuration from the environment, the request body and the response parsing. The
+// HTTP call itself needs env::http_request (src/env/http_client.h, branch env-transport), which is not
+// in this build yet: chat() throws UnsupportedError saying so. TODO(judges): once it is merged, chat()
+// = response_content(http_request("POST", base_url + "/chat/completions", request_body(...),
+// timeout_s, {{"Authorization", "Bearer " + api_key}})), EnvError mapped to JudgeError "http".
 #include "workflow/openai_judge.h"
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "workflow/judge.h"
 
 namespace trinity::workflow {
+
+using json = nlohmann::json;
 
 OpenAIJudge OpenAIJudge::from_env(const std::string& workflow, const std::string& model_name,
                                   const std::string& base_url_env, const std::string& api_key_env, double timeout_s) {
@@ -32,9 +38,36 @@ OpenAIJudge OpenAIJudge::from_env(const std::string& workflow, const std::string
   return j;
 }
 
+std::string OpenAIJudge::request_body(const std::string& messages, double temperature) const {
+  json m = json::parse(messages, nullptr, false);
+  TRINITY_ASSERT(m.is_array(), "OpenAIJudge::request_body: messages is not a JSON array");
+  return json{{"model", model}, {"messages", std::move(m)}, {"temperature", temperature}, {"stream", false}}.dump();
+}
+
+std::string OpenAIJudge::response_content(int status, const std::string& body) const {
+  const std::string where = strcat("POST ", base_url, "/chat/completions (model ", model, ")");
+  const json j = json::parse(body, nullptr, false);
+  if (status < 200 || status >= 300) {
+    std::string msg = body.substr(0, 200);
+    if (j.is_object() && j.contains("error") && j["error"].is_object() && j["error"].contains("message") &&
+        j["error"]["message"].is_string())
+      msg = j["error"]["message"].get<std::string>();
+    throw JudgeError("http", strcat(where, ": HTTP ", status, ": ", msg));
+  }
+  const json* c = nullptr;
+  if (j.is_object() && j.contains("choices") && j["choices"].is_array() && !j["choices"].empty()) {
+    const json& ch = j["choices"][0];
+    if (ch.is_object() && ch.contains("message") && ch["message"].is_object() && ch["message"].contains("content"))
+      c = &ch["message"]["content"];
+  }
+  if (c == nullptr || !c->is_string())
+    throw JudgeError("http",
+                     strcat(where, ": the response has no choices[0].message.content string: ", body.substr(0, 200)));
+  return c->get<std::string>();
+}
+
 std::string OpenAIJudge::chat(const std::string& messages, double temperature) const {
-  (void)messages;
-  (void)temperature;
+  (void)request_body(messages, temperature);
   throw UnsupportedError("workflow", strcat("rubric_judge_openai_workflow is unfinished in this build: it needs the "
                                             "HTTP client env::http_request (src/env/http_client.h), not merged yet; "
                                             "judge through explorer.auxiliary_models with rubric_judge_workflow"));

@@ -19,6 +19,11 @@ struct OpenAIJudge {
                               const std::string& base_url_env, const std::string& api_key_env, double timeout_s);
   // The judgement text for `messages` (JSON array text).
   std::string chat(const std::string& messages, double temperature) const;
+  // The request body: {"model", "messages", "temperature", "stream": false}.
+  std::string request_body(const std::string& messages, double temperature) const;
+  // choices[0].message.content of a response, or JudgeError "http" naming the status and the body's
+  // error message (non-2xx, not JSON, no content).
+  std::string response_content(int status, const std::string& body) const;
 };
 
 }  // namespace trinity::workflow

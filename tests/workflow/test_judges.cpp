@@ -214,7 +214,7 @@ TEST(RubricJudge, UpstreamPromptsRewardsAndRecord) {
       "Rubric 0 (weight: 5): Mentions chlorophyll\nRubric 1 (weight: 0.5): Concise\nRubric 2 (weight: high): No errors";
   std::set<std::string> users;
   for (const auto& c : calls) {
-    EXPECT_EQ(c.opt.temperature, 0.0);
+    EXPECT_EQ(c.opt.temperature.value_or(-1.0), 0.0);
     EXPECT_EQ(c.opt.n, 1);
     const auto [sys, user] = sys_user(c);
     EXPECT_EQ(sys, kUpstreamRubricSystem);
@@ -460,7 +460,10 @@ TEST(MathTrainableRuler, GoldPathAddsJudgeExperiences) {
 
 TEST(MathTrainableRuler, WithoutGoldThePolicyIsRewardedByItsJudgement) {
   const buffer::Task t = math_task("math_trainable_ruler_workflow");
-  for (const char* judgement : {"[0.25, 0.75, 0.5]", "[0.25]"}) {
+  for (const auto& [text, parses] :
+       std::vector<std::pair<std::string, bool>>{{"[0.25, 0.75, 0.5]", true}, {"[0.25]", false}}) {
+    const std::string judgement = text;
+    const bool ok = parses;
     FakeModelClient policy = byte_client();
     policy.responder = [&](const FakeModelClient::Call& c, int64_t i) -> FakeReply {
       const bool judging = c.messages_json.find("You are a fair judge.") != std::string::npos;
@@ -472,7 +475,6 @@ TEST(MathTrainableRuler, WithoutGoldThePolicyIsRewardedByItsJudgement) {
     ASSERT_EQ(exps.size(), 3u) << "no judge experiences without ground truth";
     ASSERT_EQ(policy.calls().size(), 2u);
     EXPECT_EQ(policy.calls()[1].opt.n, 1);
-    const bool ok = judgement[2] == '2' && judgement[5] == ',';
     const std::vector<double> want = ok ? std::vector<double>{0.25, 0.75, 0.5} : std::vector<double>{0, 0, 0};
     for (size_t i = 0; i < 3; ++i) {
       EXPECT_DOUBLE_EQ(*exps[i].reward, want[i]) << judgement;
@@ -500,7 +502,7 @@ TEST(MathRm, GenerativeRewardModel) {
   EXPECT_NEAR(*exps[1].reward, 0.2, 1e-12);
   EXPECT_EQ(exps[0].metrics.at("judge_success"), 1.0);
   for (const auto& c : rm.calls()) {
-    EXPECT_EQ(c.opt.temperature, 0.0);
+    EXPECT_EQ(c.opt.temperature.value_or(-1.0), 0.0);
     const auto [sys, user] = sys_user(c);
     EXPECT_EQ(sys, math_rm_system_prompt());
     EXPECT_EQ(user.rfind("<question>\nWhat is 2+2?\n</question>\n<reference_answer>\n4\n</reference_answer>\n"
@@ -571,6 +573,36 @@ TEST(RubricJudgeOpenAI, ArgsAndEnvironment) {
   EXPECT_NO_THROW(make_workflow(t.workflow, t));
   t.workflow_args = R"({"judge_model_name": "gpt-4o", "judge_url": "x"})";
   EXPECT_THROW(make_workflow(t.workflow, t), ConfigError);
+}
+
+TEST(RubricJudgeOpenAI, RequestBodyAndResponse) {
+  OpenAIJudge j;
+  j.model = "gpt-4o";
+  j.base_url = "http://127.0.0.1:9/v1";
+  const json body = json::parse(j.request_body(judge_messages("S", "U"), 0.0));
+  EXPECT_EQ(body, json::parse(R"({"model": "gpt-4o", "temperature": 0.0, "stream": false,
+    "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]})"));
+  EXPECT_EQ(
+      j.response_content(200, R"({"choices": [{"message": {"role": "assistant", "content": "{\"rating\": 7}"}}]})"),
+      "{\"rating\": 7}");
+  try {
+    j.response_content(401, R"({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})");
+    FAIL();
+  } catch (const JudgeError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "[judge] http: POST http://127.0.0.1:9/v1/chat/completions (model gpt-4o): HTTP 401: Incorrect API key "
+              "provided");
+  }
+  for (const char* bad : {"not json", R"({"choices": []})", R"({"choices": [{"message": {"content": null}}]})"}) {
+    try {
+      j.response_content(200, bad);
+      FAIL() << bad;
+    } catch (const JudgeError& e) {
+      EXPECT_NE(std::string(e.what()).find("no choices[0].message.content"), std::string::npos) << e.what();
+    }
+  }
+  // Unfinished in this build: the transport is missing and says so (remove once env::http_request lands).
+  EXPECT_THROW(j.chat(judge_messages("S", "U"), 0.0), UnsupportedError);
 }
 
 }  // namespace
