@@ -1,14 +1,14 @@
-// OpenAIJudge: configuration from the environment, the request body and the response parsing. The
-// HTTP call itself needs env::http_request (src/env/http_client.h, branch env-transport), which is not
-// in this build yet: chat() throws UnsupportedError saying so. TODO(judges): once it is merged, chat()
-// = response_content(http_request("POST", base_url + "/chat/completions", request_body(...),
-// timeout_s, {{"Authorization", "Bearer " + api_key}})), EnvError mapped to JudgeError "http".
+// OpenAIJudge: configuration from the environment, the request body, the HTTP call
+// (env::http_request: plain http://, one request per connection, a deadline on the whole request) and
+// the response parsing. Transport errors (env::EnvError) and bad answers are JudgeError "http".
 #include "workflow/openai_judge.h"
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "env/http_client.h"
+#include "env/session.h"
 #include "workflow/judge.h"
 
 namespace trinity::workflow {
@@ -67,10 +67,17 @@ std::string OpenAIJudge::response_content(int status, const std::string& body) c
 }
 
 std::string OpenAIJudge::chat(const std::string& messages, double temperature) const {
-  (void)request_body(messages, temperature);
-  throw UnsupportedError("workflow", strcat("rubric_judge_openai_workflow is unfinished in this build: it needs the "
-                                            "HTTP client env::http_request (src/env/http_client.h), not merged yet; "
-                                            "judge through explorer.auxiliary_models with rubric_judge_workflow"));
+  const std::string url = base_url + "/chat/completions";
+  env::Headers headers;
+  if (!api_key.empty()) headers.emplace_back("Authorization", "Bearer " + api_key);
+  env::HttpResponse r;
+  try {
+    r = env::http_request("POST", url, request_body(messages, temperature), timeout_s, headers);
+  } catch (const env::EnvError& e) {  // connect / timeout / closed / protocol
+    throw JudgeError("http",
+                     strcat("POST ", url, " (model ", model, "): ", env::fail_reason_name(e.reason()), ": ", e.what()));
+  }
+  return response_content(r.status, r.body);
 }
 
 }  // namespace trinity::workflow

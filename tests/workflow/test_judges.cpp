@@ -1,16 +1,21 @@
 // Judge workflows against scripted policy and judge clients (fake_client.h): rubric_judge_workflow,
-// math_ruler_workflow, math_trainable_ruler_workflow, math_rm_workflow, rubric_judge_openai_workflow's
-// configuration. The judge prompts are compared with upstream's templates written out here by hand;
+// math_ruler_workflow, math_trainable_ruler_workflow, math_rm_workflow, rubric_judge_openai_workflow
+// (configuration, and a one-shot loopback HTTP server as the endpoint). The judge prompts are compared with upstream's templates written out here by hand;
 // rating and score-list parsing on good, bad and edge judgements; rewards, metrics, the info["judge"]
 // record; unparsable ratings fail the run with a "[judge] <reason>:" error (the explorer's failure
 // class) unless judge_failure = "zero"; RULER's length mismatch gives zeros; trainable RULER's gold
 // path (seeded rng) adds "-ruler" judge experiences rewarded 1 - MAE against the scaled gold.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <thread>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -601,8 +606,118 @@ TEST(RubricJudgeOpenAI, RequestBodyAndResponse) {
       EXPECT_NE(std::string(e.what()).find("no choices[0].message.content"), std::string::npos) << e.what();
     }
   }
-  // Unfinished in this build: the transport is missing and says so (remove once env::http_request lands).
-  EXPECT_THROW(j.chat(judge_messages("S", "U"), 0.0), UnsupportedError);
+}
+
+// A one-shot HTTP server on 127.0.0.1: records the request it gets and answers with `reply`.
+class OneShotServer {
+ public:
+  explicit OneShotServer(std::string reply) : reply_(std::move(reply)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), len) != 0 || ::listen(fd_, 1) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+      ADD_FAILURE() << "cannot listen";
+    port = ntohs(a.sin_port);
+    th_ = std::thread([this] {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      char buf[4096];
+      size_t need = std::string::npos;
+      while (request.size() < need) {
+        const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+        const size_t h = request.find("\r\n\r\n");
+        if (h != std::string::npos && need == std::string::npos) {
+          const size_t cl = request.find("Content-Length: ");
+          need = h + 4 + (cl == std::string::npos ? 0 : std::stoul(request.substr(cl + 16)));
+        }
+      }
+      (void)!::send(c, reply_.data(), reply_.size(), MSG_NOSIGNAL);
+      ::close(c);
+    });
+  }
+  ~OneShotServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    th_.join();
+  }
+  int port = 0;
+  std::string request;  // read after the client call returned
+
+ private:
+  std::string reply_;
+  int fd_ = -1;
+  std::thread th_;
+};
+
+std::string http_reply(int status, const std::string& body) {
+  return "HTTP/1.1 " + std::to_string(status) +
+         " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
+TEST(RubricJudgeOpenAI, JudgesThroughAnOpenAICompatibleEndpoint) {
+  OneShotServer srv(http_reply(
+      200, R"({"choices": [{"message": {"role": "assistant", "content": "```json\n{\"rating\": 6}\n```"}}]})"));
+  ::setenv("TRINITY_TEST_JUDGE_URL2", ("http://127.0.0.1:" + std::to_string(srv.port) + "/v1").c_str(), 1);
+  ::setenv("TRINITY_TEST_JUDGE_KEY2", "sk-judge", 1);
+  buffer::Task t = rubric_task(json::array({{{"weight", 1}, {"description", "Correct"}}}));
+  t.workflow = "rubric_judge_openai_workflow";
+  t.repeat_times = 1;
+  t.workflow_args = R"({"judge_model_name": "judge-m", "judge_api_base_url_env": "TRINITY_TEST_JUDGE_URL2",
+                        "judge_api_key_env": "TRINITY_TEST_JUDGE_KEY2", "judge_timeout": 10})";
+  FakeModelClient policy = byte_client();
+  policy.push({"Light to sugar."});
+  RunContext ctx = context(t, &policy, {}, 1);
+  const auto exps = make_workflow(t.workflow, t)->run(ctx);
+  ASSERT_EQ(exps.size(), 1u);
+  EXPECT_NEAR(*exps[0].reward, 0.6, 1e-12);
+  EXPECT_EQ(info_of(exps[0])["judge"][0]["judge"], "openai:judge-m");
+  // The request: POST /v1/chat/completions, bearer key, upstream's prompts at temperature 0.
+  EXPECT_EQ(srv.request.rfind("POST /v1/chat/completions HTTP/1.1\r\n", 0), 0u) << srv.request;
+  EXPECT_NE(srv.request.find("Authorization: Bearer sk-judge\r\n"), std::string::npos) << srv.request;
+  const json body = json::parse(srv.request.substr(srv.request.find("\r\n\r\n") + 4));
+  EXPECT_EQ(body["model"], "judge-m");
+  EXPECT_EQ(body["temperature"], 0.0);
+  EXPECT_EQ(body["messages"][0]["content"], kUpstreamRubricSystem);
+  EXPECT_EQ(body["messages"][1]["content"],
+            upstream_rubric_user(t.task_desc, "Light to sugar.", "Rubric 0 (weight: 1): Correct"));
+}
+
+TEST(RubricJudgeOpenAI, HttpFailuresAreJudgeHttpErrors) {
+  OneShotServer srv(http_reply(500, R"({"error": {"message": "overloaded"}})"));
+  OpenAIJudge j;
+  j.model = "m";
+  j.timeout_s = 10;
+  j.base_url = "http://127.0.0.1:" + std::to_string(srv.port) + "/v1";
+  try {
+    j.chat(judge_messages("S", "U"), 0.0);
+    FAIL();
+  } catch (const JudgeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[judge] http: POST http://127.0.0.1:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("HTTP 500: overloaded"), std::string::npos) << e.what();
+  }
+  // Nobody listens: a port bound and released again.
+  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ::close(s);
+  j.base_url = "http://127.0.0.1:" + std::to_string(ntohs(a.sin_port)) + "/v1";
+  try {
+    j.chat(judge_messages("S", "U"), 0.0);
+    FAIL();
+  } catch (const JudgeError& e) {
+    EXPECT_NE(std::string(e.what()).find("[judge] http: POST http://127.0.0.1:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(": connect: "), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
