@@ -3,9 +3,10 @@
 // rollout model, an explorer::EngineClient per attempt, the runner pool's repeat / timeout logic with
 // no retries) and prints the task row, then per experience the conversation with the model-generated
 // tokens (action_mask = 1) highlighted — green on a terminal without NO_COLOR, [[...]] otherwise —
-// reward, metrics, a logprob summary and the finish / truncate status. --output writes DIR/experiences.jsonl
-// (buffer::experience_to_json). A failing workflow is an error naming the task and the reason (exit 1).
-// With `stages:`, the last stage that has the chosen kind of taskset is used; its model is the previous
+// reward, metrics, a logprob summary, the finish / truncate status and each judge call (prompt,
+// judgement, score) of judged workflows; explorer.auxiliary_models are loaded as the explorer does. --output writes
+// DIR/experiences.jsonl (buffer::experience_to_json). A failing workflow is an error naming the task and the reason
+// (exit 1). With `stages:`, the last stage that has the chosen kind of taskset is used; its model is the previous
 // stage's final checkpoint when stage_meta.json records one (as `trinity run` chains stages).
 #include <unistd.h>
 
@@ -75,6 +76,30 @@ std::string conversation(const buffer::Experience& e, const tok::Tokenizer& tok,
     i = j;
   }
   return out;
+}
+
+// info["judge"] (workflow/judge.h): per judge call the judge, the parsed score (or why it did not
+// parse), the prompt's last message and the raw judgement, indented.
+void print_judge_calls(const nlohmann::json& calls) {
+  auto indented = [](const std::string& text) {
+    std::string out = "      ";
+    for (char ch : text) out += ch == '\n' ? std::string("\n      ") : std::string(1, ch);
+    return out;
+  };
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const auto& c = calls[k];
+    const std::string who = c.value("judge", std::string("?"));
+    std::string score = c.contains("score") && c["score"].is_number() ? strcat(c["score"].get<double>()) : "none";
+    if (c.contains("scores")) score += strcat(" of ", c["scores"].dump());
+    if (c.contains("error")) score += strcat(" (", c["error"].get<std::string>(), ")");
+    std::printf("  judge call %zu (%s): score %s\n", k, who.c_str(), score.c_str());
+    if (c.contains("prompt") && c["prompt"].is_array() && !c["prompt"].empty()) {
+      const auto& last = c["prompt"].back();
+      std::printf("    prompt (%zu messages; last, %s):\n%s\n", c["prompt"].size(),
+                  last.value("role", std::string("?")).c_str(), indented(last.value("content", std::string())).c_str());
+    }
+    std::printf("    judgement:\n%s\n", indented(c.value("raw", std::string())).c_str());
+  }
 }
 
 void print_logprobs(const buffer::Experience& e, const tok::Tokenizer& tok) {
@@ -152,14 +177,25 @@ int cmd_debug_workflow(const Argv& argv) {
   std::fprintf(stderr, "trinity: loading %s\n", c.model.model_path.c_str());
   auto weights = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
   const auto rm = launcher::make_rollout_model(c, weights, 0);
+  const auto aux = launcher::make_auxiliary_models(c);  // judges see them as RunContext::auxiliary_models
   explorer::RunnerOptions ro;
   ro.runners = 1;
   ro.max_timeout = c.explorer.max_timeout;
   ro.max_retry_times = 0;
   ro.work_dir = c.config_dir;
-  explorer::RunnerPool pool(ro, [rm](const buffer::Task& t, uint64_t seed) {
+  explorer::RunnerPool pool(ro, [rm, aux](const buffer::Task& t, uint64_t seed) {
     auto client = std::make_shared<explorer::EngineClient>(rm, &t, seed);
-    return explorer::AttemptClient{client, [client] { client->cancel(); }, {}};
+    std::vector<std::shared_ptr<explorer::EngineClient>> ac;
+    for (size_t i = 0; i < aux.size(); ++i)  // seeds as the explorer gives them
+      ac.push_back(std::make_shared<explorer::EngineClient>(aux[i], nullptr, seed + 7 * (i + 1)));
+    explorer::AttemptClient ret{client,
+                                [client, ac] {
+                                  client->cancel();
+                                  for (const auto& x : ac) x->cancel();
+                                },
+                                {}};
+    for (const auto& x : ac) ret.auxiliary.push_back(x);
+    return ret;
   });
   explorer::TaskJob job;
   job.task = task;
@@ -195,14 +231,20 @@ int cmd_debug_workflow(const Argv& argv) {
       std::printf("\n");
     }
     print_logprobs(e, tok);
-    const auto info = nlohmann::json::parse(e.info.empty() ? "{}" : e.info, nullptr, false);
+    auto info = nlohmann::json::parse(e.info.empty() ? "{}" : e.info, nullptr, false);
     const std::string finish = info.is_object() && info.contains("finish_reason") && info["finish_reason"].is_string()
                                    ? info["finish_reason"].get<std::string>()
                                    : "?";
     const std::string trunc = buffer::truncate_status_name(e.truncate_status);
     std::printf("  finish: %s, truncate: %s, model_version %lld\n", finish.c_str(), trunc.empty() ? "none" : trunc.c_str(),
                 static_cast<long long>(e.model_version));
-    if (!e.info.empty() && e.info != "{}") std::printf("  info: %s\n", e.info.c_str());
+    if (info.is_object() && info.contains("judge") && info["judge"].is_array()) {
+      print_judge_calls(info["judge"]);
+      info.erase("judge");
+      if (!info.empty()) std::printf("  info: %s\n", info.dump().c_str());
+    } else if (!e.info.empty() && e.info != "{}") {
+      std::printf("  info: %s\n", e.info.c_str());
+    }
   }
   std::printf("\n%zu experience%s in %.2f s", res.experiences.size(), res.experiences.size() == 1 ? "" : "s",
               res.seconds);

@@ -116,7 +116,8 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
     // which the sqlite buffer ignores instead of storing (and training) them twice.
     std::map<int64_t, uint64_t> in_run;
     for (auto& e : exps) {
-      e.eid.batch = batch_id;
+      // A workflow's group tag ("-ruler", workflow.h) stays as a suffix of the batch id.
+      e.eid.batch = e.eid.batch.rfind('-', 0) == 0 ? batch_id + e.eid.batch : batch_id;
       e.eid.task = task_id;
       if (e.eid.suffix.empty()) {
         Rng h(uid_seed ^ (0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(e.eid.run + 1)) ^

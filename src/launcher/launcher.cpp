@@ -587,4 +587,8 @@ std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomi
   return out;
 }
 
+std::vector<std::shared_ptr<const explorer::RolloutModel>> make_auxiliary_models(const config::Config& cfg) {
+  return auxiliary_models(cfg);
+}
+
 }  // namespace trinity::launcher

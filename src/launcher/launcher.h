@@ -47,5 +47,7 @@ StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop)
 std::shared_ptr<const explorer::RolloutModel> make_rollout_model(const config::Config& cfg,
                                                                  std::shared_ptr<const model::Transformer> weights,
                                                                  int64_t version);
+// explorer.auxiliary_models (judges, teachers) as the explorer loads them (`trinity debug workflow`).
+std::vector<std::shared_ptr<const explorer::RolloutModel>> make_auxiliary_models(const config::Config& cfg);
 
 }  // namespace trinity::launcher

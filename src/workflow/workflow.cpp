@@ -30,6 +30,9 @@ Registry& registry() {
     detail::register_command_workflow();
     detail::register_env_workflows();
     detail::register_react_workflow();
+    detail::register_rubric_judge_workflows();
+    detail::register_ruler_workflows();
+    detail::register_math_rm_workflow();
   });
   return raw_registry();
 }

@@ -5,8 +5,10 @@
 //   otherwise the runner calls run() repeat_times times with repeat_times = 1 and sets eid.run.
 // run() returning no experiences counts as a failed attempt. Every experience carries
 // metrics (the reward components, logged as rollout/<key>) and reward (their sum unless the
-// workflow says otherwise). Workflows are created per task by name from the registry; names
-// are Trinity's WORKFLOWS keys (math_workflow, frozen_lake_workflow, ...).
+// workflow says otherwise). The runner stamps eid.batch / eid.task; a workflow may set eid.batch to
+// a tag starting with '-' (e.g. "-ruler"), which the runner appends to the batch id, to put
+// experiences in a GRPO group of their own (Trinity's task id "<id>-ruler"). Workflows are created
+// per task by name from the registry; names are Trinity's WORKFLOWS keys (math_workflow, ...).
 #pragma once
 
 #include <cstdint>

@@ -142,6 +142,37 @@ TEST_F(RunCmds, DebugWorkflowPrintsTaskAndEveryRun) {
   EXPECT_EQ(runs, (std::vector<int64_t>{0, 1, 2, 3}));
 }
 
+// A judged workflow: explorer.auxiliary_models are loaded, the judge's prompt and judgement are
+// printed per experience; the random judge never answers with a rating, so judge_failure zero gives
+// reward 0 and the default fails the run with the "[judge] unparsable" class.
+TEST_F(RunCmds, DebugWorkflowJudgedByAnAuxiliaryModel) {
+  Result r =
+      run("init-model --arch qwen2 --hidden 32 --layers 1 --heads 2 --intermediate 64 --max-pos 1024 "
+          "--tokenizer bytes --seed 4 --out " +
+          dir_ + "/judge");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string base = "debug workflow --config " + dir_ +
+                           "/grpo.yaml --task 0 --no-color --set model.model_path=" + dir_ +
+                           "/judge --set model.max_prompt_tokens=512 "
+                           "--set buffer.explorer_input.default_workflow_type=rubric_judge_workflow "
+                           "--set 'explorer.auxiliary_models=[{model_path: " +
+                           dir_ + "/judge, max_model_len: 1024, max_response_tokens: 8}]'";
+  r = run(base + " --set 'buffer.explorer_input.taskset.workflow_args={judge_failure: zero}'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("auxiliary model 'auxiliary_model_0'"), std::string::npos) << r.err;
+  EXPECT_EQ(count(r.out, "=== experience "), 4u) << r.out;
+  EXPECT_EQ(count(r.out, "judge call 0 (auxiliary_models[0]): score none (unparsable: no \"rating\" found"), 4u)
+      << r.out;
+  EXPECT_EQ(
+      count(r.out, "      <rubrics>\n      Rubrics are not provided.\n      </rubrics>\n      Your JSON Evaluation:"),
+      4u);
+  EXPECT_EQ(count(r.out, "    judgement:\n"), 4u);
+  EXPECT_NE(r.out.find("task metric judge_success = 0"), std::string::npos) << r.out;
+  r = run(base);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("[judge] unparsable: rubric_judge_workflow run "), std::string::npos) << r.err;
+}
+
 TEST_F(RunCmds, DebugWorkflowEvalTasksetAndSeedReproducible) {
   const std::string args = "debug workflow --config " + dir_ + "/grpo.yaml --taskset eval --task 3 --no-color";
   const Result a = run(args + " --output " + dir_ + "/dw_eval_a");

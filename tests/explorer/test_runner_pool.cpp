@@ -49,6 +49,7 @@ class ScriptedWorkflow : public workflow::Workflow {
       e.metrics["m"] = 2.0 * static_cast<double>(ctx.run_id_base + i);
       e.metrics["aux"] = static_cast<double>(ctx.auxiliary_models.size());
       if (!ctx.auxiliary_models.empty()) e.metrics["aux_cancelled"] = ctx.auxiliary_models[0]->cancelled();
+      if (j.contains("tag") && i % 2) e.eid.batch = j["tag"].get<std::string>();  // a workflow's group tag
       out.push_back(e);
     }
     return out;
@@ -111,6 +112,20 @@ TEST_F(Fixture, RepeatsStampEidsAndAverageMetrics) {
       EXPECT_TRUE(r.metrics.count("time/task_execution"));
       EXPECT_EQ(r.attempts, 1);
     }
+  }
+}
+
+// A workflow's eid.batch tag starting with '-' (math_trainable_ruler_workflow's "-ruler" judge
+// experiences) survives as a suffix of the batch id: its own GRPO group. Other values are overwritten.
+TEST_F(Fixture, GroupTagIsKeptAsBatchSuffix) {
+  auto pool = make(RunnerOptions{});
+  for (const char* tag : {"-ruler", "other"}) {
+    TaskResult r = pool.submit(job("test_scripted_repeat", std::string(R"({"tag": ")") + tag + "\"}", 4, 3)).get();
+    ASSERT_TRUE(r.ok) << r.error;
+    std::multiset<std::string> tids;
+    for (const auto& e : r.experiences) tids.insert(e.eid.tid());
+    const std::string second = tag[0] == '-' ? "7-ruler/3" : "7/3";
+    EXPECT_EQ(tids, (std::multiset<std::string>{"7/3", "7/3", second, second})) << tag;
   }
 }
 

@@ -4,7 +4,7 @@
 // is abandoned), fails only its first attempt (retried), or returns no experiences. The run must
 // complete, count each failure by reason in metrics.jsonl, and train exactly the successful tasks'
 // experiences (failed tasks never deadlock the explorer against a trainer waiting for data); when
-// every task failed it ends with an error naming the counts.
+// every task failed it ends with an error naming the counts (judge failures as judge_<reason>).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "launcher/e2e_util.h"
 #include "launcher/launcher.h"
+#include "workflow/judge.h"
 #include "workflow/workflow.h"
 
 namespace trinity::test {
@@ -39,6 +40,7 @@ class FaultWorkflow : public workflow::Workflow {
       attempt = ++g_attempts[prompt_];
     }
     if (fault_ == "throw") throw std::runtime_error("injected failure");
+    if (fault_ == "judge") throw workflow::JudgeError("unparsable", "injected judge failure");
     if (fault_ == "flaky" && attempt == 1) throw std::runtime_error("injected first-attempt failure");
     if (fault_ == "empty") return {};
     if (fault_ == "ignore" && attempt == 1) {
@@ -131,7 +133,7 @@ TEST(LauncherFaults, EveryTaskFailingEndsTheRunWithAnError) {
                               [](const buffer::Task& t) { return std::make_unique<FaultWorkflow>(t); });
   const std::string& r = shared_root();
   const std::string ts = r + "/data/all_fail.jsonl";
-  write_fault_taskset(ts, {"throw", "empty", "throw", "empty"});
+  write_fault_taskset(ts, {"throw", "empty", "judge", "empty"});
   const config::Config c = fault_config("all_fail", ts,
                                         {"buffer.batch_size=2", "buffer.total_steps=2", "explorer.max_retry_times=0",
                                          "explorer.eval_on_startup=false"});
@@ -143,12 +145,14 @@ TEST(LauncherFaults, EveryTaskFailingEndsTheRunWithAnError) {
   } catch (const Error& e) {
     err = e.what();
   }
-  EXPECT_NE(err.find("[explorer] every task failed (4 tasks over 2 explore steps; error: 2, no_experiences: 2)"),
+  EXPECT_NE(err.find("[explorer] every task failed (4 tasks over 2 explore steps; error: 1, judge_unparsable: 1, "
+                     "no_experiences: 2)"),
             std::string::npos)
       << err;
   const auto m = read_metrics(c.job_dir());
   EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed_task_count"), 4.0);
-  EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed/error"), 2.0);
+  EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed/error"), 1.0);
+  EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed/judge_unparsable"), 1.0);  // "[judge] <reason>:" errors
   EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed/no_experiences"), 2.0);
   EXPECT_FALSE(has_metric(m, "trainer", "actor/pg_loss"));
 }
