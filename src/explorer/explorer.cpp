@@ -32,8 +32,7 @@ std::string failure_class(const std::string& error) {
     const std::string tag = strcat("[", component, "] ");
     if (const size_t a = error.find(tag); a != std::string::npos) {
       const size_t b = a + tag.size(), colon = error.find(':', b);
-      if (colon != std::string::npos && colon > b && colon - b <= 16 &&
-          error.find(' ', b) > colon)  // one word
+      if (colon != std::string::npos && colon > b && colon - b <= 16 && error.find(' ', b) > colon)  // one word
         return strcat(component, "_", error.substr(b, colon - b));
     }
   }

@@ -3,8 +3,8 @@
 #include "pipeline/experience_batch.h"
 
 #include <algorithm>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 

@@ -37,8 +37,8 @@ struct EnvArgs {
   std::string observation_template = "{text}";
   bool tool_call = false;
   std::string action_field = "message";
-  std::string action_pattern;  // "" = the whole response text (trimmed)
-  bool first_match = false;    // action_match: first | last
+  std::string action_pattern;                 // "" = the whole response text (trimmed)
+  bool first_match = false;                   // action_match: first | last
   std::optional<std::string> invalid_action;  // sent when the pattern finds nothing (default: the text)
   std::string tool_name = "step", tool_description = "Take one action in the environment.";
   RewardRule reward = RewardRule::kLast;
@@ -64,17 +64,38 @@ json merged_args(const std::string& name, const EnvPreset& preset, const buffer:
   json j = json::parse(defaults.text);
   const json overrides = json::parse(given.text);
   // The task's max_steps or max_env_steps (Trinity's name) replaces the preset's either.
-  if (overrides.contains("max_steps") || overrides.contains("max_env_steps")) j.erase("max_steps"), j.erase("max_env_steps");
+  if (overrides.contains("max_steps") || overrides.contains("max_env_steps"))
+    j.erase("max_steps"), j.erase("max_env_steps");
   for (const auto& [k, v] : overrides.items()) j[k] = v;
   return j;
 }
 
 EnvArgs parse_args(const buffer::Task& task, const EnvPreset& preset) {
   const std::string& wf = preset.name;
-  static const std::vector<std::string> kAllowed = {
-      "env_url", "transport", "agentgym_env", "api_key_env", "max_steps", "max_env_steps", "max_tokens_per_turn", "system_prompt", "observation_template",
-      "action_format", "action_field", "action_pattern", "action_match", "invalid_action", "tool_name", "tool_description", "reward", "gamma",
-      "reset_args", "reset_keys", "step_wise", "step_reward", "timeout", "connect_retries"};
+  static const std::vector<std::string> kAllowed = {"env_url",
+                                                    "transport",
+                                                    "agentgym_env",
+                                                    "api_key_env",
+                                                    "max_steps",
+                                                    "max_env_steps",
+                                                    "max_tokens_per_turn",
+                                                    "system_prompt",
+                                                    "observation_template",
+                                                    "action_format",
+                                                    "action_field",
+                                                    "action_pattern",
+                                                    "action_match",
+                                                    "invalid_action",
+                                                    "tool_name",
+                                                    "tool_description",
+                                                    "reward",
+                                                    "gamma",
+                                                    "reset_args",
+                                                    "reset_keys",
+                                                    "step_wise",
+                                                    "step_reward",
+                                                    "timeout",
+                                                    "connect_retries"};
   const json j = merged_args(wf, preset, task, kAllowed);
   auto bad = [&](const std::string& key, const std::string& want) {
     return ConfigError("workflow", strcat(wf, ": workflow_args.", key, " must be ", want, ", got ", j[key].dump()));
@@ -109,8 +130,9 @@ EnvArgs parse_args(const buffer::Task& task, const EnvPreset& preset) {
   if (a.session.url.empty() && !preset.url_env_var.empty())
     if (const char* v = std::getenv(preset.url_env_var.c_str())) a.session.url = v;
   if (a.session.url.empty())
-    throw ConfigError("workflow", strcat(wf, ": workflow_args.env_url is required (the environment server, e.g. "
-                                             "http://127.0.0.1:8000)",
+    throw ConfigError("workflow", strcat(wf,
+                                         ": workflow_args.env_url is required (the environment server, e.g. "
+                                         "http://127.0.0.1:8000)",
                                          preset.url_env_var.empty() ? "" : strcat(", or set $", preset.url_env_var)));
   a.session.protocol = env::parse_protocol(choice("transport", "ws", {"ws", "http", "agentgym"}));
   a.session.agentgym_env = str("agentgym_env", "");
@@ -188,14 +210,22 @@ std::string render_observation(const std::string& tmpl, const env::StepResult& r
     }
     const std::string key = tmpl.substr(i + 1, close - i - 1);
     i = close;
-    if (key == "text") out += r.observation_text;
-    else if (key == "json") out += obs.dump();
-    else if (key == "reward") out += r.reward ? strcat(*r.reward) : "null";
-    else if (key == "step") out += std::to_string(step);
-    else if (key == "max_steps") out += std::to_string(max_steps);
-    else if (key == "remaining") out += std::to_string(std::max<int64_t>(0, max_steps - step));
-    else if (key == "task") out += task_text;
-    else if (obs.is_object() && obs.contains(key)) out += obs[key].is_string() ? obs[key].get<std::string>() : obs[key].dump();
+    if (key == "text")
+      out += r.observation_text;
+    else if (key == "json")
+      out += obs.dump();
+    else if (key == "reward")
+      out += r.reward ? strcat(*r.reward) : "null";
+    else if (key == "step")
+      out += std::to_string(step);
+    else if (key == "max_steps")
+      out += std::to_string(max_steps);
+    else if (key == "remaining")
+      out += std::to_string(std::max<int64_t>(0, max_steps - step));
+    else if (key == "task")
+      out += task_text;
+    else if (obs.is_object() && obs.contains(key))
+      out += obs[key].is_string() ? obs[key].get<std::string>() : obs[key].dump();
     else {
       std::string fields;
       if (obs.is_object())
@@ -252,8 +282,10 @@ class EnvWorkflow : public Workflow {
         char* end = nullptr;
         const std::string d = trim(task.task_desc);
         const long long v = d.empty() ? 0 : std::strtoll(d.c_str(), &end, 10);
-        if (row.contains(k)) reset_[k] = row[k];
-        else if (!d.empty() && end && *end == '\0') reset_[k] = v;
+        if (row.contains(k))
+          reset_[k] = row[k];
+        else if (!d.empty() && end && *end == '\0')
+          reset_[k] = v;
         else
           throw ValueError("workflow", strcat(preset_.name, ": the environment server resets by '", k,
                                               "' (an index): the task row needs a '", k,
@@ -299,10 +331,10 @@ class EnvWorkflow : public Workflow {
       if (params.contains("properties") && params["properties"].is_object()) params["properties"].erase("metadata");
       params.erase("title");
     }
-    return json::array({{{"type", "function"},
-                         {"function", {{"name", args_.tool_name},
-                                       {"description", args_.tool_description},
-                                       {"parameters", params}}}}})
+    return json::array(
+               {{{"type", "function"},
+                 {"function",
+                  {{"name", args_.tool_name}, {"description", args_.tool_description}, {"parameters", params}}}}})
         .dump();
   }
 
@@ -335,8 +367,8 @@ class EnvWorkflow : public Workflow {
   }
 
   std::string user_text(const env::StepResult& obs, const json& obs_json, int64_t step) const {
-    std::string t =
-        render_observation(args_.observation_template, obs, obs_json, step, args_.max_steps, task_.task_desc, preset_.name);
+    std::string t = render_observation(args_.observation_template, obs, obs_json, step, args_.max_steps,
+                                       task_.task_desc, preset_.name);
     return preset_.format_observation ? preset_.format_observation(t) : t;
   }
 
@@ -344,7 +376,8 @@ class EnvWorkflow : public Workflow {
     if (preset_.episode_reward) return preset_.episode_reward(rewards, done);
     if (rewards.empty()) return 0.0;
     switch (args_.reward) {
-      case RewardRule::kLast: return rewards.back();
+      case RewardRule::kLast:
+        return rewards.back();
       case RewardRule::kSum: {
         double s = 0;
         for (double r : rewards) s += r;
@@ -416,7 +449,8 @@ class EnvWorkflow : public Workflow {
           truncated = true;
           break;
         }
-        opt.max_tokens = std::min(opt.max_tokens.value_or(room), std::min(room, args_.max_tokens_per_turn.value_or(room)));
+        opt.max_tokens =
+            std::min(opt.max_tokens.value_or(room), std::min(room, args_.max_tokens_per_turn.value_or(room)));
       } else {
         const int64_t used = static_cast<int64_t>(whole.tokens.size()) - whole.prompt_length;
         const int64_t remaining = std::min(budget - used, max_len - static_cast<int64_t>(whole.tokens.size()));
@@ -489,9 +523,8 @@ class EnvWorkflow : public Workflow {
                                              {"env_reward", reward},
                                              {"invalid_actions", static_cast<double>(invalid)},
                                              {"turns", static_cast<double>(turns)}};
-    const json info_base = {{"env_steps", rewards.size()},  {"env_done", done ? 1 : 0},
-                            {"env_rewards", rewards},        {"finish_reason", last_finish},
-                            {"invalid_actions", invalid},    {"reset_args", reset_}};
+    const json info_base = {{"env_steps", rewards.size()},  {"env_done", done ? 1 : 0},   {"env_rewards", rewards},
+                            {"finish_reason", last_finish}, {"invalid_actions", invalid}, {"reset_args", reset_}};
     if (!args_.step_wise) {
       if (truncated) whole.truncate_status = buffer::TruncateStatus::kResponseTruncated;
       whole.reward = reward;

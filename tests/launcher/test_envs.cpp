@@ -21,7 +21,8 @@ class EnvServer {
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (std::chrono::steady_clock::now() < end) {
       const std::string out = slurp(log);
-      if (const size_t at = out.find("listening on "); at != std::string::npos && out.find('\n', at) != std::string::npos) {
+      if (const size_t at = out.find("listening on ");
+          at != std::string::npos && out.find('\n', at) != std::string::npos) {
         url_ = out.substr(at + 13, out.find('\n', at) - at - 13);
         return;
       }
@@ -60,16 +61,15 @@ std::string env_root() {
 // GRPO on env_workflow: 2 tasks x 2 repeats per step, 16-token turns.
 std::string env_yaml(const std::string& root, const std::string& name, const std::string& workflow,
                      const std::string& args, int steps = 2, int runners = 4) {
-  return "project: t\nname: " + name + "\ncheckpoint_root_dir: " + root +
-         "/ckpt\nmodel:\n  model_path: " + root +
+  return "project: t\nname: " + name + "\ncheckpoint_root_dir: " + root + "/ckpt\nmodel:\n  model_path: " + root +
          "/env_model\n  max_prompt_tokens: 600\n  max_response_tokens: 120\n"
          "algorithm:\n  algorithm_type: grpo\n  repeat_times: 2\n  optimizer: {lr: 1e-3}\n"
          "buffer:\n  batch_size: 2\n  total_steps: " +
-         std::to_string(steps) +
-         "\n  explorer_input:\n    taskset:\n      name: walk\n      path: " + root +
+         std::to_string(steps) + "\n  explorer_input:\n    taskset:\n      name: walk\n      path: " + root +
          "/envdata/train.jsonl\n      format: {prompt_key: prompt}\n      rollout_args: {max_tokens: 120}\n"
          "    default_workflow_type: " +
-         workflow + "\n    workflow_args:\n      max_tokens_per_turn: 16\n" + args + "explorer:\n  runner_per_model: " + std::to_string(runners) +
+         workflow + "\n    workflow_args:\n      max_tokens_per_turn: 16\n" + args +
+         "explorer:\n  runner_per_model: " + std::to_string(runners) +
          "\n  max_timeout: 60\ntrainer:\n  save_interval: 100\n";
 }
 
@@ -95,8 +95,9 @@ void expect_trained(const std::string& root, const std::string& name, const RunO
 TEST(Envs, OpenEnvWebSocketEpisodesTrain) {
   const std::string root = env_root();
   EnvServer srv(root + "/srv_ws.log", {"--env", "linewalk"});
-  const std::string args = "      env_url: " + srv.url() + "\n      transport: ws\n      max_steps: 3\n" +
-                           "      reset_keys: [seed]\n      observation_template: \"{text} ({remaining} steps left)\"\n";
+  const std::string args =
+      "      env_url: " + srv.url() + "\n      transport: ws\n      max_steps: 3\n" +
+      "      reset_keys: [seed]\n      observation_template: \"{text} ({remaining} steps left)\"\n";
   const RunOut r = run_env(root, "env_ws", env_yaml(root, "env_ws", "env_workflow", args));
   expect_trained(root, "env_ws", r);
 }
@@ -105,8 +106,8 @@ TEST(Envs, OpenEnvHttpAndStepWise) {
   const std::string root = env_root();
   EnvServer srv(root + "/srv_http.log", {"--env", "linewalk"});
   // OpenEnv's HTTP form keeps one environment on the server: one runner at a time.
-  const std::string args = "      env_url: " + srv.url() + "\n      transport: http\n      max_steps: 2\n" +
-                           "      step_wise: true\n";
+  const std::string args =
+      "      env_url: " + srv.url() + "\n      transport: http\n      max_steps: 2\n" + "      step_wise: true\n";
   const RunOut r = run_env(root, "env_http", env_yaml(root, "env_http", "env_workflow", args, 2, 1),
                            {"algorithm.algorithm_type=multi_step_grpo"});
   ASSERT_EQ(r.rc, 0) << r.out;
@@ -156,8 +157,8 @@ TEST(Envs, FailuresAreCountedByReasonWithoutHanging) {
     EnvServer srv(root + "/srv_" + c.name + ".log", c.flags);
     const std::string args = "      env_url: " + srv.url() + "\n      transport: ws\n      max_steps: 3\n" +
                              "      connect_retries: 0\n" + c.extra;
-    const RunOut r = run_env(root, c.name, env_yaml(root, c.name, "env_workflow", args, 1),
-                             {"explorer.max_retry_times=0"}, 120);
+    const RunOut r =
+        run_env(root, c.name, env_yaml(root, c.name, "env_workflow", args, 1), {"explorer.max_retry_times=0"}, 120);
     EXPECT_NE(r.rc, -1) << c.name << " hung\n" << r.out;  // failed steps end the run (rc 1), never a hang
     EXPECT_LT(r.seconds, 60) << c.name;
     const auto m = read_metrics(job_dir(root, c.name));

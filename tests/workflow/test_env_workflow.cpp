@@ -89,7 +89,9 @@ buffer::Task task_with(json args, json row = json::object()) {
   return t;
 }
 
-FakeModelClient client() { return FakeModelClient(testing::byte_tokenizer(), {258}); }
+FakeModelClient client() {
+  return FakeModelClient(testing::byte_tokenizer(), {258});
+}
 
 std::vector<buffer::Experience> run(const buffer::Task& t, Script& s, FakeModelClient& m) {
   auto wf = make_env_workflow(t, {}, opener_for(s));
@@ -163,9 +165,10 @@ TEST(EnvWorkflow, ActionPatternAndField) {
 
 TEST(EnvWorkflow, ToolCallActionsUseTheSchema) {
   Script s;
-  s.schema = json{{"action", {{"title", "CalcAction"},
-                              {"type", "object"},
-                              {"properties", {{"tool", {{"type", "string"}}}, {"metadata", {{"type", "object"}}}}}}}}
+  s.schema = json{{"action",
+                   {{"title", "CalcAction"},
+                    {"type", "object"},
+                    {"properties", {{"tool", {{"type", "string"}}}, {"metadata", {{"type", "object"}}}}}}}}
                  .dump();
   auto m = client();
   m.push({"Let me compute.<tool_call>\n{\"name\": \"step\", \"arguments\": {\"tool\": \"calculate\"}}\n</tool_call>"});
@@ -181,7 +184,8 @@ TEST(EnvWorkflow, ToolCallActionsUseTheSchema) {
   EXPECT_FALSE(tools[0]["function"]["parameters"].contains("title"));
   const json msgs = json::parse(exps[0].messages);
   EXPECT_EQ(msgs[2]["content"], "Let me compute.");
-  EXPECT_EQ(json::parse(msgs[2]["tool_calls"][0]["function"]["arguments"].get<std::string>()), (json{{"tool", "calculate"}}));
+  EXPECT_EQ(json::parse(msgs[2]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            (json{{"tool", "calculate"}}));
   EXPECT_EQ(msgs[3]["role"], "tool");
   EXPECT_EQ(exps[0].metrics.at("invalid_actions"), 0.0);
 }

@@ -1,8 +1,8 @@
 // Judge workflows against scripted policy and judge clients (fake_client.h): rubric_judge_workflow,
 // math_ruler_workflow, math_trainable_ruler_workflow, math_rm_workflow, rubric_judge_openai_workflow
-// (configuration, and a one-shot loopback HTTP server as the endpoint). The judge prompts are compared with upstream's templates written out here by hand;
-// rating and score-list parsing on good, bad and edge judgements; rewards, metrics, the info["judge"]
-// record; unparsable ratings fail the run with a "[judge] <reason>:" error (the explorer's failure
+// (configuration, and a one-shot loopback HTTP server as the endpoint). The judge prompts are compared with upstream's
+// templates written out here by hand; rating and score-list parsing on good, bad and edge judgements; rewards, metrics,
+// the info["judge"] record; unparsable ratings fail the run with a "[judge] <reason>:" error (the explorer's failure
 // class) unless judge_failure = "zero"; RULER's length mismatch gives zeros; trainable RULER's gold
 // path (seeded rng) adds "-ruler" judge experiences rewarded 1 - MAE against the scaled gold.
 #include <arpa/inet.h>
