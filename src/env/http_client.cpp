@@ -2,6 +2,8 @@
 // parsed in place: head, then the body by Transfer-Encoding: chunked, Content-Length, or EOF.
 #include "env/http_client.h"
 
+#include "env/net.h"
+
 #include <cctype>
 #include <cstdlib>
 
@@ -11,18 +13,6 @@ namespace {
 
 constexpr size_t kMaxResponseBytes = size_t(64) << 20;
 constexpr size_t kMaxHeadBytes = 64 << 10;
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(std::string_view s) {
-  size_t a = 0, b = s.size();
-  while (a < b && (s[a] == ' ' || s[a] == '\t')) ++a;
-  while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\r')) --b;
-  return std::string(s.substr(a, b - a));
-}
 
 // Reads more into buf; false on EOF. Refuses responses over the limit.
 bool read_more(const Socket& s, std::string& buf, const Deadline& deadline) {
@@ -42,7 +32,7 @@ std::string read_chunked(const Socket& s, std::string& buf, size_t pos, const De
     size_t eol;
     while ((eol = buf.find("\r\n", pos)) == std::string::npos)
       if (!read_more(s, buf, deadline)) truncated(s, "a chunked body");
-    const std::string size_line = trim(buf.substr(pos, eol - pos));
+    const std::string size_line = trim_field(buf.substr(pos, eol - pos));
     char* end = nullptr;
     const unsigned long long n = std::strtoull(size_line.c_str(), &end, 16);
     if (end == size_line.c_str() || (*end != '\0' && *end != ';'))
@@ -76,7 +66,7 @@ HttpResponse http_request(const std::string& method, const std::string& url_text
   bool has_type = false;
   for (const auto& [name, value] : headers) {
     req += name + ": " + value + "\r\n";
-    has_type = has_type || lower(name) == "content-type";
+    has_type = has_type || ascii_lower(name) == "content-type";
   }
   if (!body.empty() && !has_type) req += "Content-Type: application/json\r\n";
   if (!body.empty() || method == "POST" || method == "PUT") req += strcat("Content-Length: ", body.size(), "\r\n");
@@ -106,11 +96,11 @@ HttpResponse http_request(const std::string& method, const std::string& url_text
     pos = next;
     const size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    r.headers.emplace_back(lower(trim(line.substr(0, colon))), trim(line.substr(colon + 1)));
+    r.headers.emplace_back(ascii_lower(trim_field(line.substr(0, colon))), trim_field(line.substr(colon + 1)));
   }
   const size_t body_start = head_end + 4;
   if (method == "HEAD" || r.status == 204 || r.status == 304 || r.status / 100 == 1) return r;
-  if (lower(r.header("transfer-encoding")).find("chunked") != std::string::npos) {
+  if (ascii_lower(r.header("transfer-encoding")).find("chunked") != std::string::npos) {
     r.body = read_chunked(s, buf, body_start, deadline);
     return r;
   }

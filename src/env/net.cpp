@@ -106,6 +106,18 @@ bool Deadline::expired() const {
   return std::chrono::steady_clock::now() >= end_;
 }
 
+std::string ascii_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim_field(std::string_view s) {
+  size_t a = 0, b = s.size();
+  while (a < b && (s[a] == ' ' || s[a] == '\t')) ++a;
+  while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\r')) --b;
+  return std::string(s.substr(a, b - a));
+}
+
 std::string seconds_text(double s) {
   std::ostringstream os;
   os << s << " s";

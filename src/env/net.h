@@ -41,6 +41,10 @@ class Deadline {
 // "5 s", "0.3 s": a timeout for messages.
 std::string seconds_text(double s);
 
+// HTTP header text helpers: ASCII lower case; a header field without surrounding blanks and '\r'.
+std::string ascii_lower(std::string s);
+std::string trim_field(std::string_view s);
+
 // A connected TCP socket (non-blocking fd, closed on destruction). `where` is the URL for messages.
 class Socket {
  public:

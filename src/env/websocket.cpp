@@ -15,18 +15,6 @@ namespace {
 
 constexpr size_t kMaxHandshakeBytes = 64 << 10;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(std::string_view s) {
-  size_t a = 0, b = s.size();
-  while (a < b && (s[a] == ' ' || s[a] == '\t')) ++a;
-  while (b > a && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\r')) --b;
-  return std::string(s.substr(a, b - a));
-}
-
 // Text for messages: at most `n` bytes, with a marker when cut.
 std::string clip(std::string_view s, size_t n = 200) {
   return s.size() <= n ? std::string(s) : std::string(s.substr(0, n)) + "...(" + std::to_string(s.size()) + " bytes)";
@@ -78,7 +66,7 @@ std::unique_ptr<WebSocket> WebSocket::connect(const std::string& url_text, doubl
                    strcat(ws->url_, ": not an HTTP response to the handshake: '", clip(status_line), "'"));
   if (status != 101)
     throw EnvError(FailReason::kConnect,
-                   strcat(ws->url_, ": WebSocket handshake rejected with HTTP ", trim(status_line.substr(9)),
+                   strcat(ws->url_, ": WebSocket handshake rejected with HTTP ", trim_field(status_line.substr(9)),
                           buf.empty() ? "" : " (body: " + clip(buf) + ")"));
   std::string accept, upgrade;
   for (size_t pos = eol; pos != std::string::npos && pos < head.size();) {
@@ -87,9 +75,9 @@ std::unique_ptr<WebSocket> WebSocket::connect(const std::string& url_text, doubl
     pos = next;
     const size_t colon = line.find(':');
     if (colon == std::string::npos) continue;
-    const std::string name = lower(trim(line.substr(0, colon)));
-    if (name == "sec-websocket-accept") accept = trim(line.substr(colon + 1));
-    if (name == "upgrade") upgrade = lower(trim(line.substr(colon + 1)));
+    const std::string name = ascii_lower(trim_field(line.substr(0, colon)));
+    if (name == "sec-websocket-accept") accept = trim_field(line.substr(colon + 1));
+    if (name == "upgrade") upgrade = ascii_lower(trim_field(line.substr(colon + 1)));
   }
   if (upgrade != "websocket")
     throw EnvError(FailReason::kProtocol,
