@@ -2,7 +2,8 @@
 // (examples/envs/openenv_server.py, standard library): OpenEnv over WebSocket and HTTP, AgentGym's
 // protocol, the alfworld_workflow preset, and the failure contract — a server that dies mid-episode,
 // never answers, answers garbage or never ends an episode: the run ends (no hang) with the failures
-// counted as rollout/failed/env_<reason>.
+// counted as rollout/failed/env_<reason>; and the tool environment with action_format: tool_call (the
+// tool's schema comes from the server's /schema).
 #include "e2e_util.h"
 
 using namespace trinity::test;
@@ -178,4 +179,18 @@ TEST(Envs, AnEpisodeThatNeverEndsStopsAtMaxSteps) {
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto m = read_metrics(job_dir(root, "env_never"));
   EXPECT_LE(metric_values(m, "explorer", "rollout/env_steps/mean").at(0), 2) << r.out;
+}
+
+TEST(Envs, ToolEnvironmentWithToolCallActions) {
+  const std::string root = env_root();
+  EnvServer srv(root + "/srv_calc.log", {"--env", "calc"});
+  const std::string args = "      env_url: " + srv.url() + "\n      action_format: tool_call\n      max_steps: 2\n" +
+                           "      reset_keys: [seed]\n";
+  const RunOut r = run_env(root, "env_calc", env_yaml(root, "env_calc", "env_workflow", args, 1));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto m = read_metrics(job_dir(root, "env_calc"));
+  EXPECT_EQ(metric_sum(m, "explorer", "rollout/finished_task_count"), 2) << r.out;
+  // The random model writes no tool call: every action is invalid and the episode runs to max_steps.
+  EXPECT_EQ(metric_values(m, "explorer", "rollout/invalid_actions/mean").at(0), 2) << r.out;
+  EXPECT_EQ(metric_values(m, "explorer", "rollout/env_steps/mean").at(0), 2) << r.out;
 }
