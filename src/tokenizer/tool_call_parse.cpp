@@ -54,8 +54,9 @@ std::optional<ToolCall> call_from_json(std::string_view text, bool accept_parame
   return c;
 }
 
-// End (one past the closing '}') of the JSON object starting at s[0] == '{', npos when unbalanced.
-size_t object_end(std::string_view s) {
+}  // namespace
+
+size_t json_object_end(std::string_view s) {
   int depth = 0;
   bool in_str = false, esc = false;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -78,6 +79,8 @@ size_t object_end(std::string_view s) {
   }
   return std::string_view::npos;
 }
+
+namespace {
 
 ParsedToolCalls parse_hermes(const std::string& text) {
   ParsedToolCalls out;
@@ -122,7 +125,7 @@ ParsedToolCalls parse_llama3_json(const std::string& text) {
   if (rest.substr(0, kPythonTag.size()) == kPythonTag) rest = trim(rest.substr(kPythonTag.size()));
   std::vector<ToolCall> calls;
   while (!rest.empty()) {
-    const size_t end = rest.front() == '{' ? object_end(rest) : std::string_view::npos;
+    const size_t end = rest.front() == '{' ? json_object_end(rest) : std::string_view::npos;
     std::optional<ToolCall> c;
     if (end != std::string_view::npos) c = call_from_json(rest.substr(0, end), /*accept_parameters=*/true);
     if (!c) {

@@ -39,6 +39,10 @@ ToolCallFormat tool_call_format_for_template(std::string_view template_text);
 
 ParsedToolCalls parse_tool_calls(const std::string& text, ToolCallFormat format = ToolCallFormat::kHermes);
 
+// End (one past the closing brace) of the JSON value opening at s[0] ('{' or '['), strings and
+// escapes respected; npos when unbalanced. Shared by tool-call and judge-score parsing.
+size_t json_object_end(std::string_view s);
+
 // "call_" + 24 random alphanumerics.
 std::string new_tool_call_id();
 

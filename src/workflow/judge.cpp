@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "tokenizer/tool_call_parse.h"
 #include "workflow/simple_workflow.h"
 
 namespace trinity::workflow {
@@ -74,26 +75,8 @@ std::vector<std::string_view> brace_objects(std::string_view t, size_t limit) {
   std::vector<std::string_view> out;
   for (size_t start = t.find('{'); start != std::string_view::npos && out.size() < limit;
        start = t.find('{', start + 1)) {
-    int depth = 0;
-    bool in_str = false, esc = false;
-    for (size_t i = start; i < t.size(); ++i) {
-      const char c = t[i];
-      if (in_str) {
-        if (esc)
-          esc = false;
-        else if (c == '\\')
-          esc = true;
-        else if (c == '"')
-          in_str = false;
-      } else if (c == '"') {
-        in_str = true;
-      } else if (c == '{') {
-        ++depth;
-      } else if (c == '}' && --depth == 0) {
-        out.push_back(t.substr(start, i - start + 1));
-        break;
-      }
-    }
+    const size_t end = tok::json_object_end(t.substr(start));
+    if (end != std::string_view::npos) out.push_back(t.substr(start, end));
   }
   return out;
 }
