@@ -17,6 +17,11 @@ bool is_sqlite_path(const std::string& p) {
 }
 }  // namespace
 
+bool is_database_path(const std::string& p) {
+  return is_sqlite_path(p) || p.rfind("postgresql", 0) == 0 || p.rfind("postgres://", 0) == 0 ||
+         p.rfind("mysql", 0) == 0;
+}
+
 std::string sqlite_path_from_url(const std::string& url) {
   if (url.rfind("sqlite:///", 0) == 0) return url.substr(10);
   if (url.rfind("sqlite://", 0) == 0)

@@ -89,6 +89,9 @@ class ExperienceStorage {
 std::unique_ptr<ExperienceStorage> open_storage(const StorageConfig& cfg);
 // Opens a storage by URL for inspection: sqlite:///x.db, x.db / x.sqlite, x.jsonl / x.json.
 std::unique_ptr<ExperienceStorage> open_storage_url(const std::string& url);
+// A database URL or file a storage can live in: sqlite:///x.db, x.db, x.sqlite, x.sqlite3, or a
+// postgresql:// / mysql:// URL (recognised so that it gets a clear "not supported" error when opened).
+bool is_database_path(const std::string& path);
 // SQLAlchemy form: "sqlite:///rel.db" -> "rel.db", "sqlite:////abs/x.db" -> "/abs/x.db"; other text as is.
 std::string sqlite_path_from_url(const std::string& url);
 

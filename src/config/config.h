@@ -135,7 +135,8 @@ struct ExplorerConfig {
 
 struct SynchronizerConfig {
   std::string sync_method = "memory";  // memory | checkpoint (nccl -> memory with a warning)
-  std::string sync_style = "fixed";    // fixed | explorer_driven | trainer_driven
+  std::string sync_style = "fixed";    // fixed | explorer_driven | trainer_driven | fully_async (newer upstream:
+                                       // the explorer never waits for weights, as explorer_driven)
   int64_t sync_interval = 1;
   int64_t sync_offset = 0;
   double sync_timeout = 3600;

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "algorithm/algorithm.h"
+#include "buffer/storage.h"
 #include "config/section.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -223,9 +224,12 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
     bad(c, root, "buffer.explorer_input", strcat("a taskset is required in mode ", cfg.mode));
   if (cfg.mode == "bench" && ei.eval_tasksets.empty())
     bad(c, root, "buffer.explorer_input", "mode bench needs at least one entry in eval_tasksets");
-  std::vector<std::string> names;
-  auto unique = [&](const std::string& n, const std::string& path) {
-    if (std::find(names.begin(), names.end(), n) != names.end()) bad(c, root, path, strcat("taskset name '", n, "' is used twice"));
+  // Names are unique among the train tasksets and among the eval tasksets (eval metrics are keyed
+  // eval/<name>/...); a train and an eval taskset may share one, as upstream's examples do.
+  std::vector<std::string> train_names, eval_names;
+  auto unique = [&](std::vector<std::string>& names, const std::string& n, const std::string& path) {
+    if (std::find(names.begin(), names.end(), n) != names.end())
+      bad(c, root, path, strcat("taskset name '", n, "' is used twice"));
     names.push_back(n);
   };
   for (size_t i = 0; i < ei.tasksets.size(); ++i) {
@@ -243,7 +247,7 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
     check_taskset(c, root, path, t, cfg.model);
     if (explores && t.default_workflow_type.empty() && t.format.workflow_key.empty())
       bad(c, root, path, "no workflow: set default_workflow_type here or buffer.explorer_input.default_workflow_type");
-    unique(t.name, path);
+    unique(train_names, t.name, path);
   }
   for (size_t i = 0; i < ei.eval_tasksets.size(); ++i) {
     auto& t = ei.eval_tasksets[i];
@@ -259,7 +263,7 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
     check_taskset(c, root, path, t, cfg.model);
     if (t.default_workflow_type.empty() && t.format.workflow_key.empty())
       bad(c, root, path, "no workflow: set default_workflow_type here or buffer.explorer_input.default_eval_workflow_type");
-    unique(t.name, path);
+    unique(eval_names, t.name, path);
   }
   auto& eb = b.trainer_input.experience_buffer;
   if (!p.experience_schema_set) eb.schema_type = cfg.schema_type;
@@ -275,6 +279,26 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
   // Trinity's default experience buffer is an in-memory queue; trinity's is sqlite in the job dir, so
   // a crash or kill loses no explored experience (a queue drops what was explored but not yet trained).
   if (!p.experience_buffer_set && !offline) eb.storage_type = "sql";
+  if (eb.storage_type == "queue" && !offline) {
+    const bool db = buffer::is_database_path(eb.path);
+    const bool jsonl = eb.path.ends_with(".jsonl") || eb.path.ends_with(".json");
+    if (!eb.path.empty() && !db && !jsonl) {
+      c.warn(strcat("buffer.trainer_input.experience_buffer.path '", eb.path,
+                    "' is not a database URL (sqlite:///x.db) ",
+                    "or a .jsonl file; the queue stays in memory with no backup (as in Trinity-RFT)"));
+      eb.path.clear();
+    }
+    // Upstream's queue is a named Ray actor both processes reach; trinity's in-memory queue lives in one
+    // process, so separate explore / train / serve processes share a queue through its database path.
+    if (cfg.mode == "explore" || cfg.mode == "train" || cfg.mode == "serve") {
+      if (!db)
+        bad(c, root, "buffer.trainer_input.experience_buffer",
+            strcat("storage_type queue without a database path lives inside one process, so a mode ", cfg.mode,
+                   " process cannot share it with its peer; set path: sqlite:///<file>.db (both processes use the ",
+                   "same file) or storage_type: sql"));
+      eb.storage_type = "sql";
+    }
+  }
   if (p.experience_buffer_set && eb.storage_type == "queue" && !offline)
     c.warn("buffer.trainer_input.experience_buffer: storage_type queue keeps experiences in memory: a crash "
            "or kill loses those explored but not yet trained (storage_type: sql, the default, is durable)");
@@ -355,7 +379,8 @@ void derive_explorer(Ctx& c, const Tree& root, Parsed& p) {
 void derive_sync_trainer(Ctx& c, const Tree& root, Parsed& p) {
   Config& cfg = p.cfg;
   SynchronizerConfig& y = cfg.synchronizer;
-  check_choice(c, root, "synchronizer.sync_style", y.sync_style, {"fixed", "explorer_driven", "trainer_driven"});
+  check_choice(c, root, "synchronizer.sync_style", y.sync_style,
+               {"fixed", "explorer_driven", "trainer_driven", "fully_async"});
   if (p.sync_method) check_choice(c, root, "synchronizer.sync_method", *p.sync_method, {"nccl", "memory", "checkpoint"});
   if (cfg.mode == "both") {
     y.sync_method = p.sync_method.value_or("memory");
@@ -394,10 +419,11 @@ void derive_sync_trainer(Ctx& c, const Tree& root, Parsed& p) {
   // on CPU many tiny micro-batches (short sequences) cost far more than the memory they save.
   t.max_token_len_per_gpu = p.max_token_len_per_gpu.value_or(std::max<int64_t>(2 * cfg.model.max_model_len, 4096));
   positive(c, root, "trainer.max_token_len_per_gpu", static_cast<double>(t.max_token_len_per_gpu));
+  // Upstream accepts a budget below max_model_len: only each actual sequence must fit, which the
+  // trainer checks per batch (pipeline::micro_ranges names the sequence that does not).
   if (t.max_token_len_per_gpu < cfg.model.max_model_len)
-    bad(c, root, "trainer.max_token_len_per_gpu",
-        strcat(t.max_token_len_per_gpu, " is below model.max_model_len (", cfg.model.max_model_len,
-               "); one sequence must fit in a micro-batch"));
+    c.warn(strcat("trainer.max_token_len_per_gpu ", t.max_token_len_per_gpu, " is below model.max_model_len (",
+                  cfg.model.max_model_len, "): a training step stops with an error if a sequence is longer"));
   positive(c, root, "trainer.micro_batch_size", static_cast<double>(t.micro_batch_size));
   positive(c, root, "trainer.critic.lr", t.critic.lr, true);
   positive(c, root, "trainer.critic.cliprange_value", t.critic.cliprange_value);

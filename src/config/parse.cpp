@@ -128,8 +128,12 @@ void parse_model(Ctx& c, const Tree* t, Parsed& p) {
   s.str("custom_chat_template", m.custom_chat_template);
   s.str("chat_template_path", m.chat_template_path);
   s.boolean("enable_prompt_truncation", m.enable_prompt_truncation);
-  s.warn_ignored({"trust_remote_code", "lora_configs", "fully_sharded_loras", "max_cpu_loras", "rope_scaling",
-                  "rope_theta", "tinker", "external_model"});
+  if (const Tree* l = s.get("lora_configs"))
+    c.fail(*l,
+           "model.lora_configs: LoRA is not implemented in trinity yet, and training without it would silently "
+           "fine-tune every weight instead; remove model.lora_configs for full fine-tuning");
+  s.warn_ignored({"trust_remote_code", "fully_sharded_loras", "max_cpu_loras", "rope_scaling", "rope_theta", "tinker",
+                  "external_model"});
   s.finish();
 }
 
@@ -260,8 +264,8 @@ void parse_trainer(Ctx& c, const Tree* t, Parsed& p) {
   }
   if (const Tree* tp = s.get("trainer_config_path"))
     c.fail(*tp, "trainer.trainer_config_path is deprecated in Trinity-RFT and not supported; set the trainer.* keys");
-  s.warn_ignored({"trainer_type", "trainer_strategy", "ulysses_sequence_parallel_size", "trainer_config",
-                  "save_strategy"});
+  s.get("trainer_config");  // mapped by map_trainer_config (verl_keys.cpp)
+  s.warn_ignored({"trainer_type", "trainer_strategy", "ulysses_sequence_parallel_size", "save_strategy"});
   s.finish();
 }
 
@@ -333,6 +337,8 @@ Parsed parse_tree(Ctx& c, const Tree& root) {
   parse_explorer(c, s.get("explorer"), p);
   parse_synchronizer(c, s.get("synchronizer"), p);
   parse_trainer(c, s.get("trainer"), p);
+  map_trainer_config(c, root, p);
+  mirror_optimizer(p);  // trainer_config may set the optimizer's lr / weight_decay
   parse_monitor_log(c, s.get("monitor"), s.get("log"), p);
   if (const Tree* cl = s.get("cluster")) {
     Section cs(c, cl, "cluster");

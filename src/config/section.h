@@ -90,6 +90,9 @@ Parsed parse_tree(Ctx& c, const Tree& root);
 void parse_buffer(Ctx& c, const Tree* t, Parsed& p);  // buffer_parse.cpp
 // JSON text of a subtree (plain scalars typed as YAML 1.2 core: bool / int / float / string).
 std::string tree_to_json_text(const Tree& t);
+// verl_keys.cpp: trainer.trainer_config (verl keys) -> the trinity keys they correspond to; warnings
+// for the rest. Runs after the sections are parsed (explicit trinity keys win).
+void map_trainer_config(Ctx& c, const Tree& root, Parsed& p);
 // derive.cpp: Trinity's "auto" values and cross-field checks.
 void derive(Ctx& c, const Tree& root, Parsed& p);
 // Why `name` cannot be a part of the job directory ("" when it can): '/'-separated parts, none empty,

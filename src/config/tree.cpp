@@ -1,5 +1,6 @@
 // The config tree (tree.h): YAML -> Tree via yaml-cpp (private to this file), dotted-path lookup,
-// `--set` overrides and OmegaConf-style interpolation: ${oc.env:VAR[,default]} and ${a.b.c}.
+// `--set` overrides and OmegaConf-style interpolation: ${oc.env:VAR[,default]}, ${oc.decode:...} (nested
+// interpolations resolved first) and ${a.b.c}.
 #include "config/tree.h"
 
 #include <yaml-cpp/yaml.h>
@@ -188,7 +189,7 @@ class Interpolator {
       const std::string text = n.scalar;
       const size_t open = text.find("${", from);
       if (open == std::string::npos) break;
-      const size_t close = text.find('}', open);
+      const size_t close = matching_brace(text, open);
       if (close == std::string::npos) fail(n, path, strcat("unterminated '${' in '", original, "'"));
       const bool whole = open == 0 && close == text.size() - 1;
       Tree value = evaluate(n, path, text.substr(open + 2, close - open - 2));
@@ -219,9 +220,56 @@ class Interpolator {
     stack_.pop_back();
   }
 
-  Tree evaluate(const Tree& n, const std::string& path, const std::string& expr) {
+  // The '}' closing the "${" at `open`, counting nested "${...}"; npos if none.
+  static size_t matching_brace(const std::string& text, size_t open) {
+    int depth = 0;
+    for (size_t i = open; i < text.size(); ++i) {
+      if (text[i] == '$' && i + 1 < text.size() && text[i + 1] == '{') {
+        ++depth;
+        ++i;
+      } else if (text[i] == '}' && --depth == 0) {
+        return i;
+      }
+    }
+    return std::string::npos;
+  }
+
+  // Resolves the "${...}" nested inside an expression (`${oc.decode:${oc.env:N,1}}`) to their text.
+  std::string expand_nested(const Tree& n, const std::string& path, const std::string& expr) {
+    std::string out;
+    size_t from = 0;
+    for (size_t open; (open = expr.find("${", from)) != std::string::npos;) {
+      const size_t close = matching_brace(expr, open);
+      if (close == std::string::npos) fail(n, path, strcat("unterminated '${' in '${", expr, "}'"));
+      const Tree v = evaluate(n, path, expr.substr(open + 2, close - open - 2));
+      if (!v.is_scalar() && !v.is_null())
+        fail(n, path, strcat("'${", expr, "}' splices a mapping or list into an expression"));
+      out += expr.substr(from, open - from) + (v.is_null() ? std::string("null") : v.scalar);
+      from = close + 1;
+    }
+    return out + expr.substr(from);
+  }
+
+  Tree evaluate(const Tree& n, const std::string& path, const std::string& raw) {
     Tree out;
     out.kind = Tree::Kind::kScalar;
+    const std::string expr = raw.find("${") == std::string::npos ? raw : expand_nested(n, path, raw);
+    if (expr.rfind("oc.decode:", 0) == 0) {
+      // OmegaConf's oc.decode: the string parsed as a YAML value (number, bool, null, [list], {map}).
+      std::string text = expr.substr(10);
+      while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.erase(text.begin());
+      while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.pop_back();
+      if (text.size() >= 2 && (text.front() == '\'' || text.front() == '"') && text.back() == text.front())
+        text = text.substr(1, text.size() - 2);
+      try {
+        out = tree_from_yaml(text, file_);
+      } catch (const ConfigError&) {
+        out.kind = Tree::Kind::kScalar;
+        out.scalar = text;
+        out.quoted = true;  // not a YAML value: the string itself, as OmegaConf keeps it
+      }
+      return out;
+    }
     if (expr.rfind("oc.env:", 0) == 0) {
       std::string var = expr.substr(7), def;
       bool has_def = false;
@@ -250,8 +298,9 @@ class Interpolator {
       return out;
     }
     if (expr.find(':') != std::string::npos || expr.empty() || expr.front() == '.')
-      throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": unsupported interpolation '${", expr,
-                                         "}' (supported: ${oc.env:VAR}, ${oc.env:VAR,default}, ${section.key})"));
+      throw ConfigError(
+          "config", strcat(tree_location(n, file_), ": ", path, ": unsupported interpolation '${", expr,
+                           "}' (supported: ${oc.env:VAR}, ${oc.env:VAR,default}, ${oc.decode:TEXT}, ${section.key})"));
     const Tree* target = tree_at(root_, expr);
     if (!target)
       throw ConfigError("config", strcat(tree_location(n, file_), ": ", path, ": interpolation '${", expr,

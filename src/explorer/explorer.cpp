@@ -1,6 +1,8 @@
 // Explorer loop: explore steps, experience pipeline, sync points, evaluation (see explorer.h).
 #include "explorer/explorer.h"
 
+#include <chrono>
+#include <future>
 #include <nlohmann/json.hpp>
 
 #include "algorithm/algorithm.h"
@@ -275,6 +277,17 @@ Metrics Explorer::evaluate(int64_t step, const std::string& prefix) {
     std::vector<Metrics> rows;
     int64_t done = 0;
     for (auto& f : fs) {
+      // A stop request (Ctrl-C / SIGTERM) also interrupts an evaluation: its tasks are cancelled and
+      // nothing is logged for this step.
+      while (f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+        if (stop_ && stop_->load()) {
+          pool_->shutdown();
+          summary_.stopped = true;
+          log::warn("explorer: evaluation at step ", step,
+                    " interrupted by a stop request; its metrics are not logged");
+          return {};
+        }
+      }
       TaskResult r = f.get();
       if (!r.ok) continue;
       ++done;

@@ -425,7 +425,13 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   if (with_explorer && with_trainer && !s.stopped && !c.buffer.explorer_input.eval_tasksets.empty() && tres.steps > 0) {
     if (rm->engine->model_version() != tres.steps) rm->set_weights(ts.tr->snapshot(), tres.steps);
     const bool already = !es.evals.empty() && es.evals.back().first == tres.steps;
-    if (!already) s.evals.push_back({tres.steps, ex->evaluate(std::max(es.steps, tres.steps))});
+    if (!already) {
+      explorer::Metrics m = ex->evaluate(std::max(es.steps, tres.steps));
+      if (stop && stop->load())
+        s.stopped = true;  // interrupted: nothing evaluated
+      else
+        s.evals.push_back({tres.steps, std::move(m)});
+    }
   }
   return s;
 }
@@ -469,16 +475,21 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
     }
   std::sort(ckpts.begin(), ckpts.end());
   if (c.explorer.bench_on_latest_checkpoint && ckpts.size() > 1) ckpts.erase(ckpts.begin(), ckpts.end() - 1);
-  if (c.explorer.eval_on_startup || ckpts.empty()) {
-    s.evals.push_back({0, ex.evaluate(0, "bench")});
-    print_eval("bench base", s.evals.back().second);
-  }
+  // A stop request interrupts an evaluation (Explorer::evaluate cancels its tasks); nothing is reported for it.
+  auto bench = [&](int64_t step, const std::string& label) {
+    explorer::Metrics m = ex.evaluate(step, "bench");
+    if (stop && stop->load()) return false;
+    s.evals.push_back({step, std::move(m)});
+    print_eval(label, s.evals.back().second);
+    return true;
+  };
+  if ((c.explorer.eval_on_startup || ckpts.empty()) && !bench(0, "bench base")) s.stopped = true;
   for (const auto& [step, dir] : ckpts) {
-    if (stop && stop->load()) break;
+    if (s.stopped || (stop && stop->load())) break;
     rm->set_weights(std::make_shared<const model::Transformer>(model::Transformer::load(dir)), step);
-    s.evals.push_back({step, ex.evaluate(step, "bench")});
-    print_eval(strcat("bench step ", step), s.evals.back().second);
+    if (!bench(step, strcat("bench step ", step))) s.stopped = true;
   }
+  if (stop && stop->load()) s.stopped = true;
   return s;
 }
 

@@ -181,6 +181,13 @@ std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb,
   int64_t b0 = 0, toks = 0;
   for (int64_t b = 0; b < eb.B; b += step) {
     const int64_t t = eb.tokens(b, std::min(b + step, eb.B));
+    if (max_tokens > 0 && t > max_tokens)
+      throw ValueError("trainer", strcat(pair ? "DPO pair " : "sequence ", eb.group[b], "/", eb.run[b], " (step ",
+                                         eb.run_step[b], ", row ", b, " of this batch) has ", t,
+                                         " tokens, more than trainer.max_token_len_per_gpu (", max_tokens,
+                                         "); every sequence must fit in one micro-batch: raise "
+                                         "trainer.max_token_len_per_gpu to at least ",
+                                         t, " or lower model.max_model_len"));
     const bool full = max_tokens > 0 ? (b > b0 && toks + t > max_tokens) : (max_rows > 0 && b - b0 >= max_rows);
     if (full) out.emplace_back(b0, b), b0 = b, toks = 0;
     toks += t;

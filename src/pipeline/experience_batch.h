@@ -45,9 +45,10 @@ struct ExperienceBatch {
 // non-DPO experiences is a ValueError, as is an array whose length is not the response length.
 ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps);
 
-// Contiguous row ranges [b0, b1) in order: greedily up to `max_tokens` tokens per range (a longer
-// row gets a range of its own) when max_tokens > 0, else `max_rows` rows (<= 0: one range). `pair`
-// keeps ranges even-sized (DPO pairs stay together).
+// Contiguous row ranges [b0, b1) in order: greedily up to `max_tokens` tokens per range when
+// max_tokens > 0 (a row, or DPO pair, longer than that is a ValueError naming it: as upstream, each
+// sequence must fit in one micro-batch), else `max_rows` rows (<= 0: one range). `pair` keeps
+// ranges even-sized (DPO pairs stay together).
 std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens, int64_t max_rows,
                                                       bool pair = false);
 

@@ -174,14 +174,14 @@ TEST(LauncherModes, TrainDpoFromJsonl) {
   EXPECT_EQ(metric_steps(m, "trainer", "actor/dpo_loss"), (std::vector<int64_t>{1, 2, 3, 4}));
 }
 
-// Explorer and trainer as two processes: sqlite buffer, checkpoint sync through the job dir.
-TEST(LauncherModes, ExploreAndTrainProcessesShareSqliteBuffer) {
-  const std::string name = "two_proc";
+// Explorer and trainer as two processes sharing the buffer given by `storage` (--set pairs),
+// checkpoint sync through the job dir.
+void explore_and_train_processes(const std::string& name, const std::vector<std::string>& storage) {
   std::string y = base_yaml(root(), name);
   y += "synchronizer: {sync_timeout: 60}\n";
   const std::string cfg = write_config(root(), name, y);
-  const std::vector<std::string> common = {"--set", "buffer.trainer_input.experience_buffer.storage_type=sql", "--set",
-                                           "buffer.trainer_input.experience_buffer.max_read_timeout=60"};
+  std::vector<std::string> common = {"--set", "buffer.trainer_input.experience_buffer.max_read_timeout=60"};
+  common.insert(common.end(), storage.begin(), storage.end());
   std::vector<std::string> ea = {trinity_bin(), "run", "--config", cfg, "--set", "mode=explore"};
   std::vector<std::string> ta = {trinity_bin(), "run", "--config", cfg, "--set", "mode=train"};
   ea.insert(ea.end(), common.begin(), common.end());
@@ -200,6 +200,21 @@ TEST(LauncherModes, ExploreAndTrainProcessesShareSqliteBuffer) {
   EXPECT_GE(versions.back(), 2.0) << "the explorer never picked up the trainer's checkpoints";
   EXPECT_TRUE(std::is_sorted(versions.begin(), versions.end()));
   EXPECT_TRUE(fs::exists(job + "/global_step_4/huggingface/config.json"));
+}
+
+TEST(LauncherModes, ExploreAndTrainProcessesShareSqliteBuffer) {
+  explore_and_train_processes("two_proc", {"--set", "buffer.trainer_input.experience_buffer.storage_type=sql"});
+}
+
+// Upstream's async pair (examples/async_gsm8k): storage_type queue with a database path, one process
+// exploring and one training. The queue is that database, so the trainer receives what is explored.
+TEST(LauncherModes, ExploreAndTrainProcessesShareAQueueWithADatabasePath) {
+  const std::string db = root() + "/two_proc_queue/queue.db";
+  fs::remove(db);
+  explore_and_train_processes("two_proc_queue",
+                              {"--set", "buffer.trainer_input.experience_buffer.storage_type=queue", "--set",
+                               "buffer.trainer_input.experience_buffer.path=sqlite:///" + db});
+  EXPECT_TRUE(fs::exists(db));
 }
 
 // Explore + train as two processes with a sqlite buffer and checkpoint sync (config `name`).

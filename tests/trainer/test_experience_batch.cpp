@@ -86,7 +86,8 @@ TEST(ExperienceBatch, DpoExpandsToChosenRejectedRows) {
   EXPECT_EQ(eb.T, 2);
   EXPECT_EQ(eb.mask, (std::vector<float>{1, 1, 1, 0, 1, 1, 1, 0}));
   // Pairs stay in one micro-batch.
-  for (auto [b0, b1] : micro_ranges(eb, 1, 0, true)) EXPECT_EQ((b1 - b0) % 2, 0);
+  for (auto [b0, b1] : micro_ranges(eb, 9, 0, true)) EXPECT_EQ((b1 - b0) % 2, 0);
+  EXPECT_THROW(micro_ranges(eb, 8, 0, true), ValueError);  // a pair holds 9 tokens
   buffer::Experience plain;
   plain.tokens = {1, 2};
   plain.prompt_length = 1;
@@ -127,7 +128,17 @@ TEST(ExperienceBatch, MicroRangesByTokensAndRows) {
   const ExperienceBatch eb = make_batch(exps);
   using R = std::vector<std::pair<int64_t, int64_t>>;
   EXPECT_EQ(micro_ranges(eb, 10, 0), (R{{0, 2}, {2, 4}, {4, 5}}));
-  EXPECT_EQ(micro_ranges(eb, 3, 0), (R{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}));  // over-long rows alone
+  EXPECT_EQ(micro_ranges(eb, 5, 0), (R{{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}}));  // exactly one row each
+  // A sequence longer than the budget is an error naming it (upstream: each sequence must fit).
+  try {
+    micro_ranges(eb, 4, 0);
+    ADD_FAILURE() << "expected a ValueError";
+  } catch (const ValueError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("has 5 tokens"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("trainer.max_token_len_per_gpu (4)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(eb.group[0] + "/" + eb.run[0]), std::string::npos) << msg;
+  }
   EXPECT_EQ(micro_ranges(eb, 0, 2), (R{{0, 2}, {2, 4}, {4, 5}}));
   EXPECT_EQ(micro_ranges(eb, 0, 0), (R{{0, 5}}));
 }

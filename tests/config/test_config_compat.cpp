@@ -1,0 +1,128 @@
+// Config compatibility with upstream Trinity-RFT configs (issue: drop-in): things upstream accepts are
+// accepted (a train and an eval taskset of the same name, max_token_len_per_gpu below max_model_len,
+// ${oc.decode:...}, sync_style fully_async, a queue path that is not a database), the async pair's queue
+// with a database path is shared across processes, and keys that would change results are not silent
+// (lora_configs is an error; trainer.trainer_config keys are mapped or warned about one by one).
+#include <cstdlib>
+
+#include "config_test_util.h"
+
+using namespace trinity::config;
+using namespace trinity::config::testing;
+
+TEST(ConfigCompat, TrainAndEvalTasksetMayShareAName) {
+  const std::string eval = "    eval_tasksets:\n      - {name: gsm8k, path: /data/gsm8k, split: test}\n";
+  std::string y = base_yaml();
+  y.insert(y.find("    default_workflow_type"), eval);
+  const LoadResult ok = load(y);
+  ASSERT_EQ(ok.config.buffer.explorer_input.eval_tasksets.size(), 1u);
+  EXPECT_EQ(ok.config.buffer.explorer_input.eval_tasksets[0].name, "gsm8k");
+  // Two eval tasksets of one name would write the same eval/<name>/ metrics: still an error.
+  std::string twice = base_yaml();
+  twice.insert(twice.find("    default_workflow_type"),
+               "    eval_tasksets:\n      - {name: e, path: /data/a}\n      - {name: e, path: /data/b}\n");
+  expect_has(load_error(twice), {"eval_tasksets[1]", "taskset name 'e' is used twice"});
+}
+
+TEST(ConfigCompat, TokenBudgetBelowMaxModelLenIsAWarningNotAnError) {
+  const LoadResult r = load(base_yaml("trainer:\n  max_token_len_per_gpu: 1024\n"));
+  EXPECT_EQ(r.config.trainer.max_token_len_per_gpu, 1024);
+  EXPECT_TRUE(has_warning(r, "trainer.max_token_len_per_gpu 1024 is below model.max_model_len (2048)"));
+}
+
+TEST(ConfigCompat, OcDecodeAndNestedInterpolation) {
+  ::unsetenv("TRINITY_COMPAT_N");
+  std::string y = base_yaml();
+  y.replace(y.find("repeat_times: 8"), 15, "repeat_times: ${oc.decode:${oc.env:TRINITY_COMPAT_N,4}}");
+  LoadResult r = load(y);
+  EXPECT_EQ(r.config.repeat_times, 4);
+  ::setenv("TRINITY_COMPAT_N", "6", 1);
+  r = load(y);
+  EXPECT_EQ(r.config.repeat_times, 6);
+  ::unsetenv("TRINITY_COMPAT_N");
+  // oc.decode of a quoted number gives the number; of a list, the list.
+  std::string z = base_yaml("synchronizer:\n  sync_interval: ${oc.decode:'3'}\n");
+  EXPECT_EQ(load(z).config.synchronizer.sync_interval, 3);
+  // A reference nested in an env default resolves first.
+  std::string w = base_yaml(
+      "trainer:\n  save_interval: ${oc.env:TRINITY_COMPAT_UNSET,${synchronizer.sync_interval}}\n"
+      "synchronizer:\n  sync_interval: 5\n");
+  EXPECT_EQ(load(w).config.trainer.save_interval, 5);
+  expect_has(load_error(base_yaml("project: ${oc.decode:${oc.env:TRINITY_COMPAT_N}\n")), {"unterminated '${'"});
+}
+
+TEST(ConfigCompat, FullyAsyncSyncStyle) {
+  const LoadResult r = load(base_yaml("synchronizer:\n  sync_style: fully_async\n"));
+  EXPECT_EQ(r.config.synchronizer.sync_style, "fully_async");
+  expect_has(load_error(base_yaml("synchronizer:\n  sync_style: sometimes\n")),
+             {"synchronizer.sync_style", "sometimes"});
+}
+
+TEST(ConfigCompat, QueueBufferPaths) {
+  const std::string queue = "  trainer_input:\n    experience_buffer:\n      name: q\n      storage_type: queue\n";
+  // Not a database URL: a warning, and the queue stays in memory (as upstream).
+  LoadResult r = load(base_yaml() + queue + "      path: /tmp/somewhere/queue_dir\n");
+  EXPECT_EQ(r.config.buffer.trainer_input.experience_buffer.storage_type, "queue");
+  EXPECT_EQ(r.config.buffer.trainer_input.experience_buffer.path, "");
+  EXPECT_TRUE(has_warning(r, "is not a database URL"));
+  // The async pair (upstream examples/async_gsm8k): a queue with a database path in mode explore / train
+  // is that database, shared by both processes.
+  for (const char* mode : {"explore", "train"}) {
+    r = load(base_yaml() + queue + "      path: 'sqlite:////tmp/trinity_compat_q.db'\n", {std::string("mode=") + mode});
+    EXPECT_EQ(r.config.buffer.trainer_input.experience_buffer.storage_type, "sql") << mode;
+    EXPECT_EQ(r.config.buffer.trainer_input.experience_buffer.path, "sqlite:////tmp/trinity_compat_q.db") << mode;
+  }
+  // In one process (mode both) the queue stays a queue, mirrored to the database.
+  r = load(base_yaml() + queue + "      path: 'sqlite:////tmp/trinity_compat_q.db'\n");
+  EXPECT_EQ(r.config.buffer.trainer_input.experience_buffer.storage_type, "queue");
+  // A queue without a database cannot connect two processes: an error, not a trainer that waits forever.
+  expect_has(load_error(base_yaml() + queue, {"mode=train"}),
+             {"buffer.trainer_input.experience_buffer", "mode train", "sqlite:///"});
+}
+
+// Inserts `lines` (indented for the model section) after "model:".
+std::string with_model_keys(const std::string& lines) {
+  std::string y = base_yaml();
+  y.insert(y.find("model:\n") + 7, lines);
+  return y;
+}
+
+TEST(ConfigCompat, LoraConfigsIsAnError) {
+  expect_has(load_error(with_model_keys("  lora_configs:\n    - {name: lora, lora_rank: 32, lora_alpha: 32}\n")),
+             {"model.lora_configs", "LoRA is not implemented", "full fine-tuning"});
+}
+
+TEST(ConfigCompat, VerlTrainerConfigKeysAreMappedOrWarned) {
+  const std::string tc =
+      "trainer:\n  trainer_config:\n"
+      "    actor_rollout_ref:\n      actor:\n        optim: {lr: 3.0e-6}\n        ppo_micro_batch_size_per_gpu: 2\n"
+      "        checkpoint: {save_contents: [model]}\n"
+      "    critic:\n      optim: {lr: 2.0e-5}\n      cliprange_value: 0.25\n"
+      "    trainer:\n      max_actor_ckpt_to_keep: 3\n      balance_batch: false\n";
+  LoadResult r = load(base_yaml(tc));
+  const Config& c = r.config;
+  EXPECT_DOUBLE_EQ(c.trainer.critic.lr, 2e-5);
+  EXPECT_DOUBLE_EQ(c.trainer.critic.cliprange_value, 0.25);
+  ASSERT_TRUE(c.trainer.max_checkpoints_to_keep.has_value());
+  EXPECT_EQ(*c.trainer.max_checkpoints_to_keep, 3);
+  EXPECT_EQ(c.trainer.micro_batch_size, 2);
+  // algorithm.optimizer.lr is set in base_yaml: the trinity key wins, with a warning.
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 1e-5);
+  EXPECT_TRUE(
+      has_warning(r, "trainer.trainer_config.actor_rollout_ref.actor.optim.lr is ignored: algorithm.optimizer.lr"));
+  // Each key without an equivalent is named once.
+  EXPECT_TRUE(has_warning(r, "trainer.trainer_config.actor_rollout_ref.actor.checkpoint.save_contents has no effect"));
+  EXPECT_TRUE(has_warning(r, "trainer.trainer_config.trainer.balance_batch has no effect"));
+  int n = 0;
+  for (const auto& w : r.warnings) n += w.find("balance_batch") != std::string::npos;
+  EXPECT_EQ(n, 1);
+  // Without algorithm.optimizer.lr, verl's actor lr applies.
+  std::string y = base_yaml(tc);
+  const std::string opt = "  optimizer:\n    lr: 1.0e-5\n";
+  y.erase(y.find(opt), opt.size());
+  r = load(y);
+  EXPECT_DOUBLE_EQ(r.config.optimizer.lr, 3e-6);
+  // A wrong type names the verl key.
+  expect_has(load_error(base_yaml("trainer:\n  trainer_config:\n    critic: {optim: {lr: fast}}\n")),
+             {"trainer.trainer_config.critic.optim.lr"});
+}
