@@ -38,6 +38,9 @@ void AdvInput::validate(const char* who, unsigned needs) const {
   chk("run", run.size(), nb, needs & kAdvNeedRun);
   chk("run_step", run_step.size(), nb, false);
   chk("anchor", anchor.size(), nb, needs & kAdvNeedAnchor);
+  chk("entropy", entropy.size(), n, needs & kAdvNeedEntropy);
+  chk("nec", nec.size(), n, needs & kAdvNeedNec);
+  chk("reward_baseline", reward_baseline.size(), nb, needs & kAdvNeedBaseline);
   for (size_t b = 0; b < nb; ++b) {
     if (!std::isfinite(rewards[b]))
       throw ValueError("algorithm", strcat(who, ": experience ", b, " has a non-finite reward ", rewards[b]));
@@ -128,6 +131,14 @@ void add_stats(Metrics& m, const std::string& name, const std::vector<double>& v
   m.set(name + "/min", *std::min_element(v.begin(), v.end()));
 }
 
+double log_mean_exp(const std::vector<double>& v, double tau) {
+  if (v.empty()) return 0;
+  const double mx = *std::max_element(v.begin(), v.end());
+  double s = 0;
+  for (double x : v) s += std::exp((x - mx) / tau);
+  return tau * (mx / tau + std::log(s) - std::log(static_cast<double>(v.size())));
+}
+
 }  // namespace adv_detail
 
 const Registry<AdvantageFn>& advantage_registry() {
@@ -136,6 +147,8 @@ const Registry<AdvantageFn>& advantage_registry() {
     add_group_advantages(e);
     add_multistep_advantages(e);
     add_token_advantages(e);
+    add_verl_advantages(e);
+    add_entropy_advantages(e);
     return Registry<AdvantageFn>("advantage_fn", std::move(e));
   }();
   return reg;

@@ -24,6 +24,9 @@ enum AdvNeed : unsigned {
   kAdvNeedRun = 1u << 3,
   kAdvNeedAnchor = 1u << 4,
   kAdvNeedLengths = 1u << 5,
+  kAdvNeedEntropy = 1u << 6,   // clipb, clipv
+  kAdvNeedNec = 1u << 7,       // clipv
+  kAdvNeedBaseline = 1u << 8,  // remax
 };
 
 struct AdvInput {
@@ -40,6 +43,9 @@ struct AdvInput {
   std::span<const std::string> run;        // [B] run id (rid); default: one run per experience
   std::span<const int64_t> run_step;       // [B] step within the run; default: list order
   std::span<const std::string> anchor;     // [B] GiGPO anchor state
+  std::span<const float> entropy;          // [B, T] current-policy entropy H_t (clipb, clipv)
+  std::span<const float> nec;              // [B, T] N_t = H·Σp² + Σp²·log p over the vocabulary (clipv)
+  std::span<const float> reward_baseline;  // [B] ReMax baseline b (info.reward_baseline)
 
   size_t at(int64_t b, int64_t t) const { return static_cast<size_t>(b * T + t); }
   int64_t length(int64_t b) const;  // response length of row b
@@ -51,6 +57,8 @@ struct AdvOutput {
   std::vector<float> advantages;  // [B, T] (0 where mask is 0 and for dropped rows)
   std::vector<float> returns;     // [B, T]
   std::vector<uint8_t> keep;      // [B] 0 = dropped (e.g. zero-variance group under std_threshold)
+  std::vector<float> mask;        // [B, T] the edited action mask (clipb, clipv drop tokens);
+                                  // empty = unchanged
   std::vector<int64_t> rows;      // the output batch as input row indices (kept rows, in order; with
                                   // duplicate_experiences, copies of surviving groups are appended)
   Metrics metrics;                // unprefixed names (Algorithm adds experience_pipeline/ etc.)
@@ -67,6 +75,12 @@ class AdvantageFn {
 
 const Registry<AdvantageFn>& advantage_registry();  // kind "advantage_fn"
 
+// Why kAdvNeedNec (clipv) cannot run in trinity's trainer, for the trainer's and the config's errors.
+inline constexpr const char* kNecUnsupported =
+    "needs the per-token nec = H·Σp² + Σp²·log p over the vocabulary from the actor forward (Trinity-RFT gets "
+    "it from the patched examples/entropy/clipv_dp_actor.py); trinity's LM head returns logprob and entropy "
+    "only, so clipv is not supported in training (use clipb)";
+
 // Helpers shared by the advantage files.
 namespace adv_detail {
 // Indices of each distinct key, groups in order of first appearance; empty keys -> one per row.
@@ -81,10 +95,21 @@ void finish_rows(AdvOutput& out);           // rows = kept indices in order (if 
 // Token rewards [B, T]: given ones, or the scalar reward at position length(b) − 1.
 std::vector<double> token_rewards(const AdvInput& in);
 void add_stats(Metrics& m, const std::string& name, const std::vector<double>& v);  // /mean,/max,/min
+// τ·(logsumexp(v/τ) − log n): OPMD's logavgexp baseline.
+double log_mean_exp(const std::vector<double>& v, double tau);
+// The DataProto score of each row: Σ_t token_rewards[b, t] when token rewards are given (after a KL
+// reward penalty they always are), else the scalar reward (= the sum of the placed reward).
+std::vector<double> sequence_scores(const AdvInput& in);
+// Trinity's deprecated GRPOAdvantageFn (advantage_verl.cpp): a = (s − mean_g s)/(std_g s + ε) over the
+// scores s grouped by uid (= task group), unbiased std, a group of one gets mean 0, std 1; fills
+// advantages = returns = a·m and keeps every row. Returns the per-group means and stds.
+void grpo_verl(const AdvInput& in, double eps, AdvOutput& out);
 }  // namespace adv_detail
 
 void add_group_advantages(std::vector<RegistryEntry<AdvantageFn>>& out);  // advantage_group.cpp
 void add_multistep_advantages(std::vector<RegistryEntry<AdvantageFn>>& out);  // advantage_multistep.cpp
 void add_token_advantages(std::vector<RegistryEntry<AdvantageFn>>& out);  // advantage_token.cpp
+void add_verl_advantages(std::vector<RegistryEntry<AdvantageFn>>& out);   // advantage_verl.cpp
+void add_entropy_advantages(std::vector<RegistryEntry<AdvantageFn>>& out);  // advantage_entropy.cpp
 
 }  // namespace trinity::algo

@@ -222,9 +222,7 @@ class SimpleGroupAdv : public AdvantageFn {
             if (baseline_ == "mean") {
               base = mu;
             } else {
-              double mx = *std::max_element(v.begin(), v.end()), s = 0;
-              for (double x : v) s += std::exp((x - mx) / tau_);
-              base = tau_ * (mx / tau_ + std::log(s) - std::log(n));
+              base = log_mean_exp(v, tau_);
             }
           }
           break;

@@ -4,7 +4,8 @@
 //   gigpo           Group-in-Group Policy Optimization (Feng et al., arXiv 2505.10978):
 //                   A = A_E + ω·A_S, A_E = (R(τ) − mean_group R)/F over the task's runs with
 //                   R(τ) = Σ_t r_t, A_S = (R_t − mean)/F over steps sharing an anchor state across the
-//                   group, R_t = Σ_{k≥t} γ^{k−t} r_k; F = std (norm "std") or 1 ("mean");
+//                   group, R_t = Σ_{k≥t} γ^{k−t} r_k; F = std + ε (norm "std"), 1 ("mean") or
+//                   1 + ε (fnorm "none", newer Trinity-RFT);
 //                   singleton step groups give A_S = 0.
 // Runs are keyed by `run` (rid); steps within a run are ordered by `run_step`, else list order.
 #include <algorithm>
@@ -87,12 +88,38 @@ class StepWiseGrpoAdv : public AdvantageFn {
   std::optional<double> thr_;
 };
 
+// Newer Trinity-RFT names: `omega` = step_advantage_weight; `fnorm` std | none, where none divides by
+// 1 + ε (its _normalize keeps ε), unlike norm: mean, which divides by 1.
+enum class GigpoNorm { kStd, kMean, kNone };
+
+// Whether one of two synonymous args is set (null = unset); both set is an error naming them.
+bool one_of(const Args& a, const char* name, const char* alias) {
+  const bool x = a.has_value(name), y = a.has_value(alias);
+  if (x && y)
+    throw ConfigError("algorithm",
+                      strcat(a.where(), ": '", alias, "' is the newer name of '", name, "'; give only one of them"));
+  return x || y;
+}
+
+double gigpo_omega(const Args& a) {
+  if (!one_of(a, "step_advantage_weight", "omega")) return 1.0;
+  return a.has_value("omega") ? a.f64("omega") : a.f64("step_advantage_weight");
+}
+
+GigpoNorm gigpo_norm(const Args& a) {
+  if (!one_of(a, "norm", "fnorm")) return GigpoNorm::kStd;
+  if (a.has_value("fnorm")) return a.choice("fnorm", {"std", "none"}) == "std" ? GigpoNorm::kStd : GigpoNorm::kNone;
+  return a.choice("norm", {"std", "mean"}) == "std" ? GigpoNorm::kStd : GigpoNorm::kMean;
+}
+
 class GigpoAdv : public AdvantageFn {
  public:
   explicit GigpoAdv(const Args& a)
-      : gamma_(a.f64("gamma")), omega_(a.f64("step_advantage_weight")),
-        episode_w_(a.f64("episode_advantage_weight")), eps_(a.f64("epsilon")),
-        std_norm_(a.choice("norm", {"std", "mean"}) == "std") {
+      : gamma_(a.f64("gamma")),
+        omega_(gigpo_omega(a)),
+        episode_w_(a.f64("episode_advantage_weight")),
+        eps_(a.f64("epsilon")),
+        norm_(gigpo_norm(a)) {
     if (gamma_ < 0 || gamma_ > 1)
       throw ConfigError("algorithm", strcat(a.where(), ": gamma must be in [0, 1], got ", gamma_));
   }
@@ -113,9 +140,9 @@ class GigpoAdv : public AdvantageFn {
         R.push_back(s);
       }
       double mu = 0, sd = 1;
-      if (runs.size() > 1) mu = mean(R), sd = std_norm_ ? std_unbiased(R) : 1.0;
+      if (runs.size() > 1) mu = mean(R), sd = norm_ == GigpoNorm::kStd ? std_unbiased(R) : 1.0;
       for (size_t k = 0; k < runs.size(); ++k) {
-        const double ae = (R[k] - mu) / (std_norm_ ? sd + eps_ : 1.0);
+        const double ae = (R[k] - mu) / denom(sd);
         double ret = 0;
         for (size_t j = runs[k].size(); j-- > 0;) {
           const int64_t b = runs[k][j];
@@ -132,7 +159,7 @@ class GigpoAdv : public AdvantageFn {
         n_step_groups += 1, n_grouped_steps += static_cast<double>(rows.size());
         std::vector<double> v;
         for (int64_t b : rows) v.push_back(step_return[static_cast<size_t>(b)]);
-        const double m = mean(v), s = std_norm_ ? std_unbiased(v) + eps_ : 1.0;
+        const double m = mean(v), s = denom(norm_ == GigpoNorm::kStd ? std_unbiased(v) : 1.0);
         for (size_t j = 0; j < rows.size(); ++j) a_step[static_cast<size_t>(rows[j])] = (v[j] - m) / s;
       }
     }
@@ -145,8 +172,9 @@ class GigpoAdv : public AdvantageFn {
   }
 
  private:
+  double denom(double sd) const { return norm_ == GigpoNorm::kMean ? 1.0 : sd + eps_; }
   double gamma_, omega_, episode_w_, eps_;
-  bool std_norm_;
+  GigpoNorm norm_;
 };
 
 }  // namespace
@@ -158,11 +186,14 @@ void add_multistep_advantages(std::vector<RegistryEntry<AdvantageFn>>& out) {
                   {"std_cal_level", "group", "group | batch"},
                   {"std_threshold", nullptr, "skip groups with std ≤ this or a single run"}},
                  [](const Args& a) { return std::make_unique<StepWiseGrpoAdv>(a); }});
-  out.push_back({"gigpo", "A_E(episode) + ω·A_S(anchor-state step group) (arXiv 2505.10978)",
+  out.push_back({"gigpo",
+                 "A_E(episode) + ω·A_S(anchor-state step group) (arXiv 2505.10978)",
                  {{"gamma", 0.95, "discount of step returns"},
-                  {"step_advantage_weight", 1.0, "ω: weight of the step-level advantage"},
+                  {"step_advantage_weight", nullptr, "ω: weight of the step-level advantage (null: 1.0)"},
+                  {"omega", nullptr, "newer Trinity-RFT name of step_advantage_weight"},
                   {"episode_advantage_weight", 1.0, "weight of the episode-level advantage"},
-                  {"norm", "std", "std | mean: divide by std + ε, or only subtract the mean"},
+                  {"norm", nullptr, "std | mean: divide by std + ε, or only subtract the mean (null: std)"},
+                  {"fnorm", nullptr, "newer Trinity-RFT form of norm: std | none (none divides by 1 + ε)"},
                   {"epsilon", 1e-6, "ε"}},
                  [](const Args& a) { return std::make_unique<GigpoAdv>(a); }});
 }

@@ -29,6 +29,7 @@ void TokenBatch::validate(const char* who, unsigned needs) const {
   check(who, "advantages", advantages.size(), n, needs & kNeedAdvantages);
   check(who, "entropy", entropy.size(), n, needs & kNeedEntropy);
   check(who, "is_expert", is_expert.size(), static_cast<size_t>(B), needs & kNeedExpertMask);
+  check(who, "keep (the mini-batch token mask)", keep.size(), n, needs & kNeedKeepMask);
 }
 
 bool row_in(const TokenBatch& mb, int64_t b, Rows r) {

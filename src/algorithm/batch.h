@@ -20,6 +20,7 @@ enum Need : unsigned {
   kNeedAdvantages = 1u << 2,
   kNeedEntropy = 1u << 3,
   kNeedExpertMask = 1u << 4,
+  kNeedKeepMask = 1u << 5,
 };
 
 struct TokenBatch {
@@ -32,6 +33,8 @@ struct TokenBatch {
   std::span<const float> entropy;       // [B, T] current policy entropy; optional
   std::span<const float> mask;          // [B, T] action mask, 1 = trained token (required)
   std::span<const uint8_t> is_expert;   // [B] 1 = expert (SFT) row for mix / mix_chord; optional
+  std::span<const uint8_t> keep;        // [B, T] 0 = token dropped by a mini-batch-level mask (m2po,
+                                        // set by minibatch_actor_loss); optional
   int64_t train_step = 0;               // the train step (mix_chord's mu schedule)
 
   size_t at(int64_t b, int64_t t) const { return static_cast<size_t>(b * T + t); }

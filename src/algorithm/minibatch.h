@@ -24,6 +24,8 @@ struct MiniBatchLoss {
 // empty), true the loss pass (logprob, and entropy if any, filled — the trainer runs the forward
 // here; the spans must stay valid until on_loss returns). `on_loss(b0, b1, out)` receives each
 // micro-batch's gradients ([b1-b0, T]) in order. `max_len` > 0 overrides Normalizer::max_len.
+// A policy loss with a mini-batch mask (m2po) adds a pre-pass: rows(b0, b1, true) for every
+// micro-batch first (the trainer runs one more forward each), then the mask over all of them.
 MiniBatchLoss minibatch_actor_loss(const Algorithm& alg, const std::vector<std::pair<int64_t, int64_t>>& ranges,
                                    double max_len, const std::function<TokenBatch(int64_t, int64_t, bool)>& rows,
                                    const std::function<void(int64_t, int64_t, const LossOutput&)>& on_loss);

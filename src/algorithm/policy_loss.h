@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "algorithm/aggregation.h"
 #include "algorithm/metrics.h"
@@ -20,6 +21,11 @@ class PolicyLoss {
   virtual unsigned needs() const = 0;  // Need flags (batch.h)
   virtual double forward_backward(const TokenBatch& mb, const Normalizer& norm,
                                   std::span<float> dlogprob, Metrics& metrics) const = 0;
+  // Losses whose token selection is nonlinear in the whole mini-batch (m2po) return true and build
+  // the [B, T] keep mask from the mini-batch as one TokenBatch; minibatch_actor_loss then runs a
+  // pre-pass over every micro-batch and hands each its rows as TokenBatch::keep.
+  virtual bool needs_minibatch_mask() const { return false; }
+  virtual std::vector<uint8_t> minibatch_mask(const TokenBatch& whole, Metrics& metrics) const;
 };
 
 const Registry<PolicyLoss>& policy_loss_registry();  // kind "policy_loss_fn"
@@ -46,5 +52,6 @@ PpoParams ppo_params(const Args& a);  // clip_range / clip_range_low / clip_rang
 void add_ratio_losses(std::vector<RegistryEntry<PolicyLoss>>& out);  // loss_ratio.cpp
 void add_rec_loss(std::vector<RegistryEntry<PolicyLoss>>& out);      // loss_rec.cpp
 void add_sft_losses(std::vector<RegistryEntry<PolicyLoss>>& out);    // loss_sft.cpp
+void add_m2po_loss(std::vector<RegistryEntry<PolicyLoss>>& out);     // loss_m2po.cpp
 
 }  // namespace trinity::algo

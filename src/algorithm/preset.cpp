@@ -1,4 +1,4 @@
-// The preset table (Trinity-RFT's ALGORITHM_TYPE registry plus dapo and gigpo) and AlgorithmSpec
+// The preset table (Trinity-RFT's ALGORITHM_TYPE registry plus dapo, gigpo and m2po) and AlgorithmSpec
 // key handling; see preset.h and docs/algorithms.md.
 #include "algorithm/preset.h"
 
@@ -23,6 +23,11 @@ std::vector<Preset> build() {
   std::vector<Preset> v;
   v.push_back(P("ppo", "PPO with a critic and GAE (arXiv 1707.06347)", 1, "ppo", "ppo", L::kTrainer));
   v.push_back(P("grpo", "GRPO: group-normalised rewards, clipped surrogate (arXiv 2402.03300)", 2, "grpo", "ppo"));
+  // Trinity-RFT's deprecated trainer-side GRPO. Its default_config names the grouped `grpo`
+  // advantage, which cannot run on the trainer's batch, so users had to set a DataProto function
+  // ([obs], reference §3.1); here the default is the DataProto one, `grpo_verl`.
+  v.push_back(P("grpo_verl", "GRPO with advantages computed in the trainer (deprecated in Trinity-RFT)", 2, "grpo_verl",
+                "ppo", L::kTrainer));
   {
     Preset p = P("dapo", "DAPO: clip-higher, dynamic sampling, overlong shaping, token-mean (arXiv 2503.14476)",
                  16, "dapo", "ppo");
@@ -50,6 +55,12 @@ std::vector<Preset> build() {
   v.push_back(P("cispo", "CISPO: clipped IS-weight policy gradient (MiniMax-M1, arXiv 2506.13585)", 2, "grpo", "cispo"));
   v.push_back(P("gspo", "GSPO: sequence-level ratio (arXiv 2507.18071)", 2, "grpo", "gspo"));
   v.push_back(P("sapo", "SAPO: soft adaptive gate (arXiv 2511.20347)", 2, "grpo", "sapo"));
+  {
+    // Newer Trinity-RFT (after v0.5.2): no reference model, no KL, no entropy term.
+    Preset p = P("m2po", "M2PO: second-moment trust region for stale rollouts (arXiv 2510.01161)", 8, "grpo", "m2po");
+    p.kl_loss_fn = "none", p.entropy_loss_fn = "none";
+    v.push_back(p);
+  }
   for (const char* name : {"mix", "mix_chord"}) {
     Preset p = P(name,
                  std::string(name) == "mix" ? "GRPO on rollouts + μ·SFT on expert data"

@@ -148,12 +148,15 @@ int debug_loss(const Argv& argv) {
   const bool has_token_rewards = gather(rows, "token_rewards", len, T, token_rewards);
   const bool has_adv = gather(rows, "advantages", len, T, given_adv);
   const bool has_ret = gather(rows, "returns", len, T, given_ret);
+  std::vector<float> nec;  // clipv's per-token N (trinity's trainer cannot produce it; this tool takes it)
+  const bool has_nec = gather(rows, "nec", len, T, nec);
 
   std::vector<float> rewards(static_cast<size_t>(B), 0.0f);
   std::vector<std::string> group(static_cast<size_t>(B)), run, anchor;
   std::vector<int64_t> run_step;
   std::vector<uint8_t> is_expert(static_cast<size_t>(B), 0);
-  bool any_run = false, any_step = false, any_anchor = false;
+  std::vector<float> reward_baseline;  // ReMax: info.reward_baseline in the trainer
+  bool any_run = false, any_step = false, any_anchor = false, any_baseline = false;
   std::optional<int64_t> train_step;
   if (in.contains("train_step")) train_step = in["train_step"].get<int64_t>();
   for (int64_t b = 0; b < B; ++b) {
@@ -167,6 +170,7 @@ int debug_loss(const Argv& argv) {
     }
     group[i] = r.contains("group") ? r["group"].get<std::string>() : strcat("#", b);
     any_run |= r.contains("run"), any_step |= r.contains("run_step"), any_anchor |= r.contains("anchor");
+    any_baseline |= r.contains("reward_baseline");
     is_expert[i] = r.value("is_expert", false) ? 1 : 0;
     if (r.contains("step")) {
       const int64_t s = r["step"].get<int64_t>();
@@ -194,6 +198,16 @@ int debug_loss(const Argv& argv) {
       const auto& r = rows[static_cast<size_t>(b)];
       if (!r.contains("anchor")) throw ValueError("debug loss", strcat("experiences[", b, "] lacks \"anchor\" (GiGPO state key)"));
       anchor[static_cast<size_t>(b)] = r["anchor"].is_string() ? r["anchor"].get<std::string>() : r["anchor"].dump();
+    }
+  }
+
+  if (any_baseline) {
+    reward_baseline.resize(static_cast<size_t>(B));
+    for (int64_t b = 0; b < B; ++b) {
+      const auto& r = rows[static_cast<size_t>(b)];
+      if (!r.contains("reward_baseline") || !r["reward_baseline"].is_number())
+        throw ValueError("debug loss", strcat("experiences[", b, "] lacks a numeric \"reward_baseline\" (ReMax)"));
+      reward_baseline[static_cast<size_t>(b)] = r["reward_baseline"].get<float>();
     }
   }
 
@@ -232,8 +246,12 @@ int debug_loss(const Argv& argv) {
     if (any_run) ai.run = run;
     if (any_step) ai.run_step = run_step;
     if (any_anchor) ai.anchor = anchor;
+    if (any_baseline) ai.reward_baseline = reward_baseline;
+    if (has_ent) ai.entropy = ent;  // the trainer's actor entropy at advantage time (clipb, clipv)
+    if (has_nec) ai.nec = nec;
     Rng rng(in.value("seed", uint64_t{0}));
     adv = alg.compute_advantages(ai, rng);
+    if (!adv.mask.empty()) mask = adv.mask;  // clipb / clipv dropped tokens: the loss trains the rest
   }
 
   // 2. The loss over the output rows (dropped rows leave, duplicated rows appear twice).
@@ -293,6 +311,7 @@ int debug_loss(const Argv& argv) {
   out["loss"] = loss;
   out["advantages"] = unpad(adv.advantages, len, T);
   out["returns"] = unpad(adv.returns, len, T);
+  out["action_mask"] = unpad(mask, len, T);  // as trained (clipb / clipv edit it)
   out["dlogprob"] = unpad(dlogprob, len, T);
   out["dentropy"] = unpad(dentropy, len, T);
   json kept = json::array();

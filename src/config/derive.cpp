@@ -480,6 +480,10 @@ void derive(Ctx& c, const Tree& root, Parsed& p) {
   // Algorithm: resolving it validates every component name and argument.
   {
     const algo::Algorithm alg(cfg.algorithm);
+    if (alg.advantage_fn() && (alg.advantage_fn()->needs() & algo::kAdvNeedNec))
+      throw UnsupportedError("config",
+                             strcat(tree_location(at_or(root, "algorithm.advantage_fn"), c.file),
+                                    ": algorithm.advantage_fn: ", alg.advantage_fn_name(), " ", algo::kNecUnsupported));
     cfg.repeat_times = alg.repeat_times();
     cfg.algorithm.repeat_times = cfg.repeat_times;  // canonical: the preset default / dpo's forced 2 made explicit
     if (cfg.repeat_times > kMaxRepeatTimes)

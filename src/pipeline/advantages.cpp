@@ -18,6 +18,7 @@ algo::AdvInput adv_input(const ExperienceBatch& eb) {
   in.run = eb.run;
   in.run_step = eb.run_step;
   in.anchor = eb.anchor;
+  in.reward_baseline = eb.reward_baseline;
   return in;
 }
 
@@ -43,6 +44,10 @@ std::map<std::string, double> compute_advantages(algo::Algorithm& alg, std::vect
     const int64_t R = eb.resp_len[static_cast<size_t>(r)];
     e.advantages.assign(out.advantages.begin() + r * eb.T, out.advantages.begin() + r * eb.T + R);
     e.returns.assign(out.returns.begin() + r * eb.T, out.returns.begin() + r * eb.T + R);
+    if (!out.mask.empty()) {  // the function dropped tokens from the action mask
+      e.action_mask.resize(static_cast<size_t>(R));
+      for (int64_t t = 0; t < R; ++t) e.action_mask[static_cast<size_t>(t)] = out.mask[eb.at(r, t)] != 0 ? 1 : 0;
+    }
     kept.push_back(std::move(e));
   }
   exps = std::move(kept);

@@ -12,11 +12,12 @@ namespace trinity::pipeline {
 
 namespace {
 
-// The info fields the trainer reads: is_expert (mix / mix_chord) and anchor (GiGPO's environment state,
-// env_workflow's step-wise layout).
+// The info fields the trainer reads: is_expert (mix / mix_chord), anchor (GiGPO's environment state,
+// env_workflow's step-wise layout) and reward_baseline (ReMax: the greedy rollout's reward).
 struct InfoFields {
   bool is_expert = false;
   std::optional<std::string> anchor;
+  std::optional<double> reward_baseline;
 };
 
 InfoFields info_fields(const std::string& info) {
@@ -28,6 +29,8 @@ InfoFields info_fields(const std::string& info) {
     f.is_expert = it->is_boolean() ? it->get<bool>() : it->is_number() ? it->get<double>() != 0 : false;
   if (const auto it = j.find("anchor"); it != j.end() && !it->is_null())
     f.anchor = it->is_string() ? it->get<std::string>() : it->dump();
+  if (const auto it = j.find("reward_baseline"); it != j.end() && it->is_number())
+    f.reward_baseline = it->get<double>();
   return f;
 }
 
@@ -115,13 +118,17 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
   // Expert (SFT) rows of mix / mix_chord may lack rollout arrays; they read as zeros.
   std::vector<uint8_t> expert(exps.size());
   std::vector<std::optional<std::string>> anchor(exps.size());
+  std::vector<std::optional<double>> baseline(exps.size());
   for (size_t i = 0; i < exps.size(); ++i) {
     InfoFields f = info_fields(exps[i].info);
     expert[i] = f.is_expert ? 1 : 0;
     anchor[i] = std::move(f.anchor);
+    baseline[i] = f.reward_baseline;
   }
   const bool has_anchor =
       !eb.dpo && std::all_of(anchor.begin(), anchor.end(), [](const auto& a) { return a.has_value(); });
+  const bool has_baseline =
+      !eb.dpo && std::all_of(baseline.begin(), baseline.end(), [](const auto& a) { return a.has_value(); });
   auto all_have = [&](auto field) {
     if (eb.dpo) return false;
     bool any = false;
@@ -170,6 +177,9 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
     eb.model_version.push_back(e.model_version);
     eb.is_expert.push_back(expert[static_cast<size_t>(eb.source[static_cast<size_t>(b)])]);
     if (has_anchor) eb.anchor.push_back(*anchor[static_cast<size_t>(eb.source[static_cast<size_t>(b)])]);
+    if (has_baseline)
+      eb.reward_baseline.push_back(
+          static_cast<float>(*baseline[static_cast<size_t>(eb.source[static_cast<size_t>(b)])]));
   }
   return eb;
 }

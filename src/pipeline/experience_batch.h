@@ -30,6 +30,7 @@ struct ExperienceBatch {
   std::vector<int64_t> model_version;      // [B]
   std::vector<uint8_t> is_expert;          // [B] info.is_expert (mix / mix_chord)
   std::vector<std::string> anchor;         // [B] info.anchor (GiGPO); empty unless every row has one
+  std::vector<float> reward_baseline;      // [B] info.reward_baseline (ReMax); empty unless every row has one
   bool dpo = false;
   bool has_old_logprob = false;  // every (non-DPO) experience has rollout logprobs
 

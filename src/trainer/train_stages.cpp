@@ -72,13 +72,19 @@ StepBatch prepare_step(std::vector<buffer::Experience> exps, const algo::Algorit
   return s;
 }
 
-std::vector<float> policy_logprobs(model::Transformer& m, const StepBatch& s, float inv_temp) {
+std::vector<float> policy_logprobs(model::Transformer& m, const StepBatch& s, float inv_temp,
+                                   std::vector<float>* entropy) {
   const auto& eb = s.eb;
   std::vector<float> out(static_cast<size_t>(eb.B * eb.T), 0.0f), lp, ent;
+  if (entropy) entropy->assign(out.size(), 0.0f);
   for (auto [b0, b1] : s.ranges) {
     m.forward(packed_batch(eb, b0, b1), lp, ent, inv_temp);
     const auto pad = eb.scatter(lp, b0, b1);
     std::copy(pad.begin(), pad.end(), out.begin() + b0 * eb.T);
+    if (entropy) {
+      const auto epad = eb.scatter(ent, b0, b1);
+      std::copy(epad.begin(), epad.end(), entropy->begin() + b0 * eb.T);
+    }
   }
   return out;
 }
@@ -118,6 +124,7 @@ void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const Trainer
   algo::AdvInput in = pipeline::adv_input(eb);
   in.ref_logprob = s.ref_lp;
   in.values = s.values;
+  in.entropy = s.entropy;
   Rng rng(seed);
   algo::AdvOutput out = alg.compute_advantages(in, rng);
   m.merge(out.metrics);
@@ -126,6 +133,7 @@ void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const Trainer
   if (identity) {
     eb.advantages = std::move(out.advantages);
     eb.returns = std::move(out.returns);
+    if (!out.mask.empty()) eb.mask = std::move(out.mask);
   } else {
     // The advantage function dropped or duplicated rows: rebuild the batch from the rows it kept.
     if (out.rows.empty()) throw ValueError("trainer", "the advantage function dropped every experience of the batch");
@@ -135,6 +143,7 @@ void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const Trainer
     const auto ret = pipeline::select_rows(out.returns, eb.T, out.rows);
     const auto ref = pipeline::select_rows(s.ref_lp, eb.T, out.rows);
     const auto val = pipeline::select_rows(s.values, eb.T, out.rows);
+    const auto msk = out.mask.empty() ? std::vector<float>{} : pipeline::select_rows(out.mask, eb.T, out.rows);
     const int64_t T0 = eb.T;
     s.exps = std::move(kept);
     eb = pipeline::make_batch(s.exps);
@@ -146,6 +155,8 @@ void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const Trainer
       return r;
     };
     eb.advantages = repad(adv), eb.returns = repad(ret), s.ref_lp = repad(ref), s.values = repad(val);
+    if (!msk.empty()) eb.mask = repad(msk);
+    s.entropy.clear();  // read by the advantage function only
     s.ranges = ranges_of(eb, o);
   }
   m.set("time/adv", t.seconds());

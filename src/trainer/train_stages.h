@@ -25,6 +25,7 @@ struct StepBatch {
   std::vector<std::pair<int64_t, int64_t>> ranges;  // micro-batches [b0, b1)
   std::vector<float> ref_lp;                        // [B, T] reference logprobs; empty without a reference
   std::vector<float> values;                        // [B, T] critic values at advantage time; empty without a critic
+  std::vector<float> entropy;                       // [B, T] actor entropy at advantage time (clipb, clipv)
 };
 
 // Builds the padded batch and its micro-batches (token budget o.max_token_len_per_gpu, else
@@ -33,15 +34,17 @@ struct StepBatch {
 StepBatch prepare_step(std::vector<buffer::Experience> exps, const algo::Algorithm& alg, const TrainerOptions& o);
 
 // [B, T] logprobs of each response token under `m` with logits / temperature (1 / inv_temp),
-// one forward per micro-batch.
-std::vector<float> policy_logprobs(model::Transformer& m, const StepBatch& s, float inv_temp);
+// one forward per micro-batch; the [B, T] entropies too when `entropy` is given.
+std::vector<float> policy_logprobs(model::Transformer& m, const StepBatch& s, float inv_temp,
+                                   std::vector<float>* entropy = nullptr);
 // [B, T] values of the state before each response token (a value-head model).
 std::vector<float> critic_values(model::Transformer& critic, const StepBatch& s);
 
-// Trainer-side advantages (advantage_location() == kTrainer) from rewards, ref logprobs and values,
-// with Rng(seed); rows the advantage function drops or duplicates rebuild the batch and its
-// micro-batches. For explorer-side advantages: checks the experiences carry them and reports
-// critic/score and critic/advantages. Adds the algorithm's metrics (and time/adv) to m.
+// Trainer-side advantages (advantage_location() == kTrainer) from rewards, ref logprobs, values and
+// the actor's entropy, with Rng(seed); rows the advantage function drops or duplicates rebuild the
+// batch and its micro-batches, and an edited action mask (clipb, clipv) replaces the batch's. For explorer-side
+// advantages: checks the experiences carry them and reports critic/score and critic/advantages. Adds the algorithm's
+// metrics (and time/adv) to m.
 void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const TrainerOptions& o, algo::Metrics& m);
 
 // The algorithm's TokenBatch of rows [b0, b1) without the current policy's arrays.

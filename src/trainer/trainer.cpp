@@ -51,6 +51,8 @@ PolicyTrainer::PolicyTrainer(model::Transformer actor, const algo::AlgorithmSpec
   if (!(opts_.temperature > 0))
     throw ConfigError("trainer", strcat("rollout temperature must be > 0, got ", opts_.temperature));
   if (opts_.ppo_epochs < 1) throw ConfigError("trainer", strcat("ppo_epochs must be >= 1, got ", opts_.ppo_epochs));
+  if (alg_->advantage_fn() && (alg_->advantage_fn()->needs() & algo::kAdvNeedNec))
+    throw UnsupportedError("trainer", strcat("advantage_fn ", alg_->advantage_fn_name(), ": ", algo::kNecUnsupported));
   if (alg_->use_reference()) ref_ = std::make_unique<model::Transformer>(clone(actor_));
   if (alg_->use_critic()) {
     opts_.critic_schedule.validate();
@@ -87,6 +89,11 @@ std::map<std::string, double> PolicyTrainer::train_step(std::vector<buffer::Expe
     Timer t;
     s.values = critic_values(*critic_, s);
     m.set("time/values", t.seconds());
+  }
+  if (alg_->advantage_fn() && (alg_->advantage_fn()->needs() & algo::kAdvNeedEntropy)) {
+    Timer t;  // the current actor's entropy, as verl's old-logprob pass (clipb)
+    policy_logprobs(actor_, s, static_cast<float>(1.0 / opts_.temperature), &s.entropy);
+    m.set("time/entropy", t.seconds());
   }
   advantages(*alg_, s, step_seed(opts_.seed, step), opts_, m);
   if (critic_) {  // before the actor, as verl

@@ -197,6 +197,38 @@ TEST(Advantage, Gigpo) {
   EXPECT_THROW(compute("gigpo", no_anchor), ValueError);
 }
 
+TEST(Advantage, GigpoNewerArgumentNames) {
+  // Same runs as above. Newer Trinity-RFT: omega = step_advantage_weight; fnorm std | none, where
+  // none keeps ε in the denominator ((x − mean)/(1 + ε)), unlike norm: mean ((x − mean)/1).
+  Batch b({0, 1, 0, 0}, {"g", "g", "g", "g"});
+  b.run = {"a", "a", "b", "b"};
+  b.run_step = {0, 1, 0, 1};
+  b.anchor = {"s0", "s1", "s0", "s2"};
+  const double ae = 0.5 / (std::sqrt(0.5) + 1e-6);
+  auto o = compute("gigpo", b, {{"gamma", 0.5}, {"omega", 0.0}});
+  EXPECT_NEAR(row_adv(o, b, 0), ae, 1e-5);
+  o = compute("gigpo", b, {{"gamma", 0.5}, {"omega", 2.0}});
+  EXPECT_NEAR(row_adv(o, b, 0), ae + 2 * 0.25 / (std::sqrt(0.125) + 1e-6), 1e-5);
+  EXPECT_EQ(compute("gigpo", b, {{"gamma", 0.5}, {"fnorm", "std"}}).advantages,
+            compute("gigpo", b, {{"gamma", 0.5}}).advantages);
+  o = compute("gigpo", b, {{"gamma", 0.5}, {"fnorm", "none"}, {"epsilon", 0.5}});
+  EXPECT_NEAR(row_adv(o, b, 0), (0.5 + 0.25) / 1.5, 1e-6);
+  o = compute("gigpo", b, {{"gamma", 0.5}, {"norm", "mean"}, {"epsilon", 0.5}});
+  EXPECT_NEAR(row_adv(o, b, 0), 0.5 + 0.25, 1e-6);
+  for (const auto& [args, key] :
+       std::vector<std::pair<ArgMap, std::string>>{{{{"omega", 1.0}, {"step_advantage_weight", 1.0}}, "omega"},
+                                                   {{{"fnorm", "std"}, {"norm", "std"}}, "fnorm"},
+                                                   {{{"fnorm", "mean"}}, "fnorm"},
+                                                   {{{"omega", "big"}}, "omega"}}) {
+    try {
+      advantage_registry().make("gigpo", args);
+      ADD_FAILURE() << key;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Advantage, GaeAndReinforcePlusPlus) {
   // Two rows of 3 tokens, reward on the last token, values 0.5: Â = ±0.5 on every token.
   Batch b({1, 0}, {"g", "g"}, 3);

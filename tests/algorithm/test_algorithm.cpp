@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "algorithm/algorithm.h"
+#include "algorithm/minibatch.h"
 #include "test_util.h"
 
 namespace trinity::algo {
@@ -35,9 +36,30 @@ std::string what_of(const std::function<void()>& f) {
 }
 
 TEST(Preset, EveryAlgorithmTypeResolves) {
-  const std::vector<std::string> expected = {
-      "ppo", "grpo", "dapo", "gigpo", "multi_step_grpo", "reinforceplusplus", "rloo", "opmd", "asymre", "sppo",
-      "rec", "topr", "cispo", "gspo", "sapo", "mix", "mix_chord", "raft", "sft", "dpo", "on_policy_distill", "jsd"};
+  const std::vector<std::string> expected = {"ppo",
+                                             "grpo",
+                                             "grpo_verl",
+                                             "dapo",
+                                             "gigpo",
+                                             "multi_step_grpo",
+                                             "reinforceplusplus",
+                                             "rloo",
+                                             "opmd",
+                                             "asymre",
+                                             "sppo",
+                                             "rec",
+                                             "topr",
+                                             "cispo",
+                                             "gspo",
+                                             "sapo",
+                                             "m2po",
+                                             "mix",
+                                             "mix_chord",
+                                             "raft",
+                                             "sft",
+                                             "dpo",
+                                             "on_policy_distill",
+                                             "jsd"};
   std::vector<std::string> names;
   for (const auto& p : presets()) names.push_back(p.name);
   EXPECT_EQ(names, expected);
@@ -61,6 +83,7 @@ TEST(Preset, ComponentsAndFlagsMatchTrinity) {
   const Row rows[] = {
       {"ppo", 1, "ppo", "ppo", L::kTrainer, true, true},
       {"grpo", 2, "grpo", "ppo", L::kExplorer, true, false},
+      {"grpo_verl", 2, "grpo_verl", "ppo", L::kTrainer, true, false},  // grpo_verl, not grouped grpo ([obs])
       {"dapo", 16, "dapo", "ppo", L::kExplorer, false, false},
       {"gigpo", 8, "gigpo", "ppo", L::kExplorer, true, false},
       {"multi_step_grpo", 8, "step_wise_grpo", "ppo", L::kExplorer, true, false},
@@ -74,6 +97,7 @@ TEST(Preset, ComponentsAndFlagsMatchTrinity) {
       {"cispo", 2, "grpo", "cispo", L::kExplorer, true, false},
       {"gspo", 2, "grpo", "gspo", L::kExplorer, true, false},
       {"sapo", 2, "grpo", "sapo", L::kExplorer, true, false},
+      {"m2po", 8, "grpo", "m2po", L::kExplorer, false, false},
       {"mix", 8, "grpo", "mix", L::kExplorer, true, false},
       {"mix_chord", 8, "grpo", "mix_chord", L::kExplorer, true, false},
       {"raft", 1, "", "sft", L::kNone, false, false},
@@ -114,6 +138,86 @@ TEST(Preset, DapoUsesClipHigher) {
   EXPECT_EQ(Algorithm(sym).actor_loss(d.batch(), Normalizer::of(d.batch())).dlogprob[0], 0.0f);
   EXPECT_NE(what_of([] { Algorithm x(bare("dapo")); }).find("max_response_tokens"),
             std::string::npos);
+}
+
+// M2PO through the trainer's mini-batch glue: rows [b0, b1) of d as micro-batches of `mbs` rows.
+struct M2poRun {
+  MiniBatchLoss ml;
+  std::vector<float> dlogprob;
+};
+M2poRun run_m2po(const Algorithm& a, const test::Data& d, int64_t mbs) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t b0 = 0; b0 < d.B; b0 += mbs) ranges.emplace_back(b0, std::min(d.B, b0 + mbs));
+  M2poRun r;
+  r.dlogprob.assign(static_cast<size_t>(d.B * d.T), 0.0f);
+  r.ml = minibatch_actor_loss(
+      a, ranges, 0, [&](int64_t b0, int64_t b1, bool) { return d.batch(b0, b1 - b0); },
+      [&](int64_t b0, int64_t, const LossOutput& lo) {
+        std::copy(lo.dlogprob.begin(), lo.dlogprob.end(), r.dlogprob.begin() + b0 * d.T);
+      });
+  return r;
+}
+
+test::Data m2po_data(std::vector<float> lr, std::vector<float> adv, int64_t B) {
+  test::Data d;
+  d.B = B, d.T = static_cast<int64_t>(lr.size()) / B;
+  d.lp = lr, d.old.assign(lr.size(), 0.0f), d.adv = std::move(adv), d.mask.assign(lr.size(), 1.0f);
+  return d;
+}
+
+TEST(Preset, M2poMasksTheLargestTrustRegionTokensOfTheMiniBatch) {
+  AlgorithmSpec s = spec_of("m2po");
+  Algorithm a(s);
+  EXPECT_TRUE(a.kl_loss().is_none());
+  EXPECT_EQ(a.entropy().kind(), EntropyKind::kNone);
+  // lr = (0.1, 0.2, 0.3), A = 1: mean lr² = 0.0467 > 0.04; dropping 0.3 leaves 0.025.
+  auto d = m2po_data({0.1f, 0.2f, 0.3f}, {1, 1, 1}, 1);
+  auto r = run_m2po(a, d, 1);
+  const double e1 = std::exp(static_cast<double>(0.1f)), e2 = std::exp(static_cast<double>(0.2f));
+  EXPECT_NEAR(r.ml.loss, -(e1 + e2) / 3, 1e-6);  // the denominator counts the dropped token too
+  EXPECT_NEAR(r.dlogprob[0], -e1 / 3, 1e-6);
+  EXPECT_EQ(r.dlogprob[2], 0.0f);
+  EXPECT_NEAR(r.ml.metrics.get("actor/m2po/m2_before"), (0.01 + 0.04 + 0.09) / 3, 1e-6);
+  EXPECT_NEAR(r.ml.metrics.get("actor/m2po/m2_after"), 0.025, 1e-6);
+  EXPECT_NEAR(r.ml.metrics.get("actor/m2po/masked_fraction"), 1.0 / 3, 1e-12);
+  // Only the PPO-clip quadrants are constrained: (A < 0, lr > 0) and (A > 0, lr < 0) stay.
+  s.policy_loss_fn_args = {{"m2_threshold", 0.1}};
+  d = m2po_data({1, -1, 1, -1}, {-1, 1, 1, -1}, 1);
+  r = run_m2po(Algorithm(s), d, 1);
+  EXPECT_NE(r.dlogprob[0], 0.0f);
+  EXPECT_NE(r.dlogprob[1], 0.0f);
+  EXPECT_EQ(r.dlogprob[2], 0.0f);
+  EXPECT_EQ(r.dlogprob[3], 0.0f);
+  // One mask over the mini-batch however it is split: lr² = (0.01, 0.09, 0.05) in three rows drops
+  // only 0.09 (a per-micro-batch mask would keep it alone, or drop 0.05 too).
+  d = m2po_data({0.1f, 0.3f, std::sqrt(0.05f)}, {1, 1, 1}, 3);
+  for (int64_t mbs : {1, 2, 3}) {
+    r = run_m2po(a, d, mbs);
+    EXPECT_NE(r.dlogprob[0], 0.0f) << mbs;
+    EXPECT_EQ(r.dlogprob[1], 0.0f) << mbs;
+    EXPECT_NE(r.dlogprob[2], 0.0f) << mbs;
+  }
+  // The forward clamp keeps the gradient (straight-through): lr = 25 → value and gradient e^20.
+  d = m2po_data({25}, {-1}, 1);
+  r = run_m2po(a, d, 1);
+  EXPECT_NEAR(r.ml.loss / std::exp(20.0), 1.0, 1e-5);
+  EXPECT_NEAR(r.dlogprob[0] / std::exp(20.0), 1.0, 1e-5);
+  // Without the mini-batch pre-pass the loss refuses to run; bad args name themselves.
+  try {
+    a.actor_loss(d.batch(), Normalizer::of(d.batch()));
+    ADD_FAILURE() << "m2po ran without its mini-batch mask";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("minibatch_actor_loss"), std::string::npos) << e.what();
+  }
+  for (const auto& [key, val] : std::vector<std::pair<std::string, ArgValue>>{
+           {"m2_threshold", -0.01}, {"log_ratio_clip", 0.0}, {"loss_agg_mode", "seq-mean-token-mean"}}) {
+    AlgorithmSpec b = spec_of("m2po");
+    b.policy_loss_fn_args = {{key, val}};
+    EXPECT_NE(what_of([&] { Algorithm x(b); }).find(key), std::string::npos) << key;
+  }
+  AlgorithmSpec agg = spec_of("m2po");
+  agg.loss_agg_mode = "seq-mean-token-sum";  // algorithm.loss_agg_mode reaches the loss too
+  EXPECT_NE(what_of([&] { Algorithm x(agg); }).find("token-mean"), std::string::npos);
 }
 
 TEST(Preset, OverridesAndErrors) {
@@ -244,6 +348,11 @@ TEST(Algorithm, ActorLossGradientsAndMicroBatches) {
     Algorithm a(s);
     test::Data d = test::random_data(123, 6, 5, /*experts=*/true);
     d.step = 2;
+    if (a.policy_loss().needs_minibatch_mask()) {  // m2po: the mask is fixed data for the gradient
+      Metrics mm;
+      d.keep = a.policy_loss().minibatch_mask(d.batch(), mm);
+      EXPECT_GT(mm.get("m2po/masked_fraction"), 0.0) << p.name;  // the check covers dropped tokens
+    }
     const Normalizer full_norm = Normalizer::of(d.batch());
     const LossOutput full = a.actor_loss(d.batch(), full_norm);
     EXPECT_TRUE(std::isfinite(full.loss)) << p.name;

@@ -47,15 +47,24 @@ TEST(Aggregation, UnknownModeListsValidOnes) {
   }
 }
 
+// A loss with a mini-batch token mask (m2po) gets it computed once over d, as minibatch_actor_loss
+// does; the mask is then fixed data for finite differences and micro-batch splits.
+void set_minibatch_mask(const PolicyLoss& l, Data& d) {
+  Metrics m;
+  if (l.needs_minibatch_mask()) d.keep = l.minibatch_mask(d.batch(), m);
+}
+
 TEST(Aggregation, AllMaskedGivesZeroNotNan) {
   Data d = random_data(3, 3, 4);
   std::fill(d.mask.begin(), d.mask.end(), 0.0f);
   for (const auto& name : policy_loss_registry().names()) {
     if (name == "dpo") continue;
     auto loss = policy_loss_registry().make(name, {});
+    set_minibatch_mask(*loss, d);
     std::vector<float> g(d.lp.size(), 0.0f);
     Metrics m;
     const double v = loss->forward_backward(d.batch(), Normalizer::of(d.batch()), g, m);
+    d.keep.clear();
     EXPECT_EQ(v, 0.0) << name;
     for (float x : g) EXPECT_EQ(x, 0.0f) << name;
     for (const auto& [k, e] : m.entries()) EXPECT_TRUE(std::isfinite(e.value)) << name << " " << k;
@@ -259,6 +268,7 @@ TEST(PolicyLoss, GradientsMatchFiniteDifferences) {
     for (uint64_t seed : {1u, 2u, 3u}) {
       Data d = random_data(seed * 17 + 5, 6, 7, /*experts=*/true);
       d.step = 6;
+      set_minibatch_mask(*loss, d);
       std::vector<float> g(d.lp.size(), 0.0f);
       run(*loss, d, &g);
       test::expect_fd(d, d.lp, g, [&] { return run(*loss, d); }, label(c));
@@ -272,6 +282,7 @@ TEST(PolicyLoss, MicroBatchesSumToTheMiniBatch) {
     auto loss = policy_loss_registry().make(c.first, c.second);
     Data d = random_data(99, 8, 6, /*experts=*/true);
     d.step = 3;
+    set_minibatch_mask(*loss, d);
     std::vector<float> g_full(d.lp.size(), 0.0f);
     Metrics m_full;
     const double full = run(*loss, d, &g_full, &m_full);

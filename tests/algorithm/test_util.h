@@ -17,6 +17,7 @@ struct Data {
   int64_t B = 0, T = 0;
   std::vector<float> lp, old, ref, adv, ent, mask;  // [B, T]
   std::vector<uint8_t> expert;                       // [B]
+  std::vector<uint8_t> keep;                         // [B, T] mini-batch token mask (m2po); optional
   int64_t step = 0;
 
   TokenBatch batch(int64_t b0 = 0, int64_t nb = -1) const {
@@ -30,6 +31,8 @@ struct Data {
     mb.logprob = s(lp), mb.old_logprob = s(old), mb.ref_logprob = s(ref), mb.advantages = s(adv);
     mb.entropy = s(ent), mb.mask = s(mask);
     if (!expert.empty()) mb.is_expert = std::span<const uint8_t>(expert).subspan(static_cast<size_t>(b0), static_cast<size_t>(nb));
+    if (!keep.empty())
+      mb.keep = std::span<const uint8_t>(keep).subspan(static_cast<size_t>(b0 * T), static_cast<size_t>(nb * T));
     mb.train_step = step;
     return mb;
   }

@@ -126,6 +126,22 @@ def policy_loss(name, a, lp, old, ref, A, norm, step, agg_default):
         return agg(-A * (lp - old) * inr, norm, mode)
     if name == "importance_sampling":
         return agg(-A * torch.exp(torch.clamp(lp - old, -20, 20)), norm, mode)
+    if name == "m2po":
+        # M2PO (arXiv 2510.01161): over the whole mini-batch, trust tokens are where PPO would clip
+        # (A > 0, lr > 0 or A < 0, lr < 0); drop the largest lr² until their mean is <= m2_threshold.
+        thr, clip = a.get("m2_threshold", 0.04), a.get("log_ratio_clip", 20.0)
+        lr = (lp - old).detach()
+        trust = (m > 0) & (((A > 0) & (lr > 0)) | ((A < 0) & (lr < 0)))
+        keep = torch.ones_like(m, dtype=torch.bool)
+        idx = trust.reshape(-1).nonzero().squeeze(-1)
+        m2 = (lr * lr).reshape(-1)[idx]
+        if len(idx) and float(m2.mean()) > thr:
+            vals, order = torch.sort(m2, stable=True)
+            means = torch.cumsum(vals, 0) / torch.arange(1, len(vals) + 1)
+            n_keep = int((means <= thr).sum())
+            keep.reshape(-1)[idx[order[n_keep:]]] = False
+        lrs = (lp - old) + (torch.clamp(lp - old, -clip, clip) - (lp - old)).detach()
+        return agg(torch.where(keep, -A * torch.exp(lrs), torch.zeros_like(lp)), norm, "token-mean")
     if name == "rec":
         el, eh = a.get("epsilon_low", 0.2), a.get("epsilon_high", 0.2)
         elp, ehp = a.get("epsilon_low_prime", 0.6), a.get("epsilon_high_prime", 2.0)
@@ -253,6 +269,34 @@ def simple_adv(kind, rewards, groups, a):
     return out
 
 
+def entropy_clip(kind, a, A, m, old, H, nec):
+    """Clip_B / Clip_V (arXiv 2602.03392): the action mask after dropping tokens."""
+    S = torch.exp(old) * (H + old)
+    x = S if kind == "clipb" else nec - S
+    n = max(float(m.sum()), 1.0)
+    mean = (x * m).sum() / n
+    sd = float(torch.sqrt(((x - mean) ** 2 * m).sum() / n))
+    if sd < 1e-12:
+        return m
+    if kind == "clipb":
+        drop = (A < 0) & (x - mean < -a.get("mu", 2.5) * sd)
+        return m * (~drop).double()
+    mu, max_frac = a.get("mu", 8.5), a.get("max_frac", 1e-4)
+    over = x > mu * sd
+    drop = (A <= 0) & over
+    if float(((m > 0) & drop).sum()) / n > max_frac:
+        k = max(int(max_frac * n), 1)
+        neg = ((A < 0) & (m > 0) & over).reshape(-1).nonzero().squeeze(-1).tolist()
+        if len(neg) > k:
+            flat = x.reshape(-1)
+            neg.sort(key=lambda i: (-float(flat[i]), i))
+            drop = ((A == 0) & over).reshape(-1).clone()
+            for i in neg[:k]:
+                drop[i] = True
+            drop = drop.reshape(m.shape)
+    return m * (~drop).double()
+
+
 def whiten(x, m):
     mu = (x * m).sum() / m.sum()
     var = (((x - mu) * m) ** 2).sum() / (m.sum() - 1)
@@ -275,10 +319,30 @@ def oracle(inp):
     adv_name = alg.get("advantage_fn", PRESET_ADV[t])
     aa = dict(PRESET_ADV_ARGS.get(t, {}))
     aa.update(alg.get("advantage_fn_args", {}))
+    # DataProto-style scores: the sum of the token rewards if given, else the reward (at the last token).
+    clipped = None
+    scores = [sum(e["token_rewards"]) if "token_rewards" in e else rewards[i] for i, e in enumerate(exps)]
     if "advantages" in exps[0]:
         A = pad([e["advantages"] for e in exps], T)
     elif adv_name == "grpo":
         A = torch.tensor(grpo_adv(rewards, groups)).unsqueeze(-1) * m
+    elif adv_name in ("grpo_verl", "clipb", "clipv"):
+        A = torch.tensor(grpo_adv(scores, groups, aa.get("epsilon", 1e-6))).unsqueeze(-1) * m
+        if adv_name != "grpo_verl":
+            H = pad(inp["entropy"], T)
+            nec = pad([e.get("nec", [0] * l) for e, l in zip(exps, lens)], T)
+            clipped = entropy_clip(adv_name, aa, A, m, old, H, nec)  # the loss trains these tokens
+    elif adv_name in ("opmd_verl", "asymre_verl"):
+        A = torch.tensor(simple_adv(adv_name[:-5], scores, groups, aa)).unsqueeze(-1) * m
+    elif adv_name == "remax":
+        r = torch.zeros(B, T)
+        for b, e in enumerate(exps):
+            if "token_rewards" in e:
+                r[b, :lens[b]] = torch.tensor(e["token_rewards"])
+            else:
+                r[b, lens[b] - 1] = rewards[b]
+        ret = torch.flip(torch.cumsum(torch.flip(r * m, [-1]), -1), [-1])
+        A = ret - torch.tensor([e["reward_baseline"] for e in exps]).unsqueeze(-1) * m
     elif adv_name in ("reinforce", "rloo", "opmd", "asymre"):
         A = torch.tensor(simple_adv(adv_name, rewards, groups, aa)).unsqueeze(-1) * m
     elif adv_name in ("ppo", "reinforceplusplus"):
@@ -302,6 +366,8 @@ def oracle(inp):
     else:
         raise ValueError(adv_name)
     A = A * m
+    if clipped is not None:
+        m = clipped
     lp = pad(inp["current_logprobs"], T).requires_grad_(True)
     H = pad(inp["entropy"], T).requires_grad_(True) if "entropy" in inp else None
     norm = Norm(m, expert)
@@ -327,17 +393,19 @@ def oracle(inp):
     dlp = grads[0] if grads[0] is not None else torch.zeros(B, T)
     dH = grads[1] if H is not None and grads[1] is not None else torch.zeros(B, T)
     unpad = lambda x: [x[b, :lens[b]].tolist() for b in range(B)]
-    return {"loss": float(loss), "advantages": unpad(A), "dlogprob": unpad(dlp), "dentropy": unpad(dH)}
+    return {"loss": float(loss), "advantages": unpad(A), "dlogprob": unpad(dlp), "dentropy": unpad(dH),
+            "action_mask": unpad(m)}
 
 
 PRESET_ADV = {"ppo": "ppo", "grpo": "grpo", "reinforceplusplus": "reinforceplusplus", "rloo": "rloo", "opmd": "opmd",
               "asymre": "asymre", "sppo": "opmd", "topr": "reinforce", "cispo": "grpo", "gspo": "grpo", "sapo": "grpo",
-              "mix": "grpo", "mix_chord": "grpo", "sft": "", "dpo": "", "rec": "rec"}
-PRESET_PL = {"ppo": "ppo", "grpo": "ppo", "reinforceplusplus": "ppo", "rloo": "ppo", "opmd": "opmd",
+              "mix": "grpo", "mix_chord": "grpo", "sft": "", "dpo": "", "rec": "rec", "grpo_verl": "grpo_verl",
+              "m2po": "grpo"}
+PRESET_PL = {"ppo": "ppo", "grpo": "ppo", "grpo_verl": "ppo", "m2po": "m2po", "reinforceplusplus": "ppo", "rloo": "ppo", "opmd": "opmd",
              "asymre": "opmd", "sppo": "sppo", "topr": "topr", "cispo": "cispo", "gspo": "gspo", "sapo": "sapo",
              "mix": "mix", "mix_chord": "mix_chord", "sft": "sft", "dpo": "dpo", "rec": "rec"}
-PRESET_KL = {"asymre": "none", "sppo": "none", "sft": "none"}
-PRESET_ENT = {"asymre": "none", "sppo": "none", "sft": "none", "mix": "mix", "mix_chord": "mix"}
+PRESET_KL = {"asymre": "none", "sppo": "none", "sft": "none", "m2po": "none"}
+PRESET_ENT = {"asymre": "none", "sppo": "none", "sft": "none", "mix": "mix", "mix_chord": "mix", "m2po": "none"}
 PRESET_ADV_ARGS = {}
 PRESET_PL_ARGS = {}
 
@@ -414,6 +482,23 @@ def cases():
         c = make_case(rng, alg, experts=True)
         c["train_step"] = 4
         out.append((t, c))
+    # Trainer-side (DataProto) advantages, the entropy clips (through the edited mask) and m2po.
+    verl = [("grpo_verl", {}), ("grpo_verl", {"advantage_fn": "opmd_verl", "advantage_fn_args": {"opmd_baseline": "logavgexp", "tau": 0.6}}),
+            ("grpo_verl", {"advantage_fn": "asymre_verl", "advantage_fn_args": {"baseline_shift": 0.2}}),
+            ("grpo_verl", {"advantage_fn": "remax"}), ("grpo_verl", {"advantage_fn": "clipb", "advantage_fn_args": {"mu": 0.8}}),
+            ("grpo_verl", {"advantage_fn": "clipv", "advantage_fn_args": {"mu": 0.5, "max_frac": 0.05}}),
+            ("grpo_verl", {"advantage_fn": "clipv", "advantage_fn_args": {"mu": 0.5, "max_frac": 0.5}}),
+            ("m2po", {}), ("m2po", {"policy_loss_fn_args": {"m2_threshold": 0.01, "log_ratio_clip": 0.3}})]
+    for i, (t, extra) in enumerate(verl):
+        alg = {"algorithm_type": t, "entropy_loss_fn_args": {"entropy_coef": 0.01}}
+        alg.update(extra)
+        c = make_case(rng, alg, B=7, given_adv=False)
+        for e in c["experiences"]:
+            e["reward_baseline"] = f32(rng.random())
+            e["nec"] = [f32(rng.random() * 3) for _ in e["logprobs"]]
+            if i % 2 == 1:  # all rows or none (trinity reads token rewards only when every row has them)
+                e["token_rewards"] = [f32(rng.random() - 0.3) for _ in e["logprobs"]]
+        out.append((f"verl-{i}-{extra.get('advantage_fn', t)}", c))
     for t, extra in [("grpo", {}), ("rloo", {}), ("opmd", {"advantage_fn_args": {"opmd_baseline": "logavgexp", "tau": 0.7}}),
                      ("asymre", {}), ("topr", {}), ("reinforceplusplus", {"advantage_fn_args": {"gamma": 0.9}}),
                      ("ppo", {"advantage_fn_args": {"gamma": 0.9, "lam": 0.8}})]:
@@ -450,10 +535,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trinity", required=True)
     ap.add_argument("--work", required=True)
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     failures = 0
-    all_cases = cases()
+    all_cases = [c for c in cases() if args.only in c[0]]
     for name, inp in all_cases:
         got, err = run_cli(args.trinity, inp, args.work, name)
         if got is None:
@@ -466,6 +552,7 @@ def main():
         close(got["advantages"], want["advantages"], 1e-5, 1e-5, "advantages", errs)
         close(got["dlogprob"], want["dlogprob"], 1e-5, 1e-6, "dlogprob", errs)
         close(got["dentropy"], want["dentropy"], 1e-5, 1e-6, "dentropy", errs)
+        close(got["action_mask"], want["action_mask"], 0, 0, "action_mask", errs)
         if abs(got["metrics"]["actor/final_loss"] - got["loss"]) > 1e-9 * max(1, abs(got["loss"])):
             errs.append("actor/final_loss != loss")
         # The same batch split into micro-batches of 2 gives the same result.
