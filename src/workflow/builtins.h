@@ -16,9 +16,12 @@ void register_command_workflow();       // command_workflow.cpp
 void register_env_workflows();          // env_workflow.cpp
 void register_env_presets();            // env_presets.cpp (alfworld_workflow, ...)
 void register_react_workflow();         // react_workflow.cpp
-void register_rubric_judge_workflows();  // rubric_judge_workflow.cpp
-void register_ruler_workflows();         // ruler_workflow.cpp
-void register_math_rm_workflow();        // math_rm_workflow.cpp
+void register_rubric_judge_workflows();       // rubric_judge_workflow.cpp
+void register_ruler_workflows();              // ruler_workflow.cpp
+void register_math_rm_workflow();             // math_rm_workflow.cpp
+void register_math_eval_workflow();           // math_eval_workflow.cpp
+void register_on_policy_distill_workflows();  // on_policy_distill_workflow.cpp
+void register_tool_call_workflow();           // tool_call_workflow.cpp
 
 // Inserts a built-in unless the name is already registered.
 void add_builtin(const std::string& name, WorkflowFactory factory);

@@ -1,5 +1,7 @@
 // Workflow registry (core/registry.h): the built-in workflows are registered on first use; unknown
-// names are a ConfigError with the closest registered name and the full list.
+// names are a ConfigError with the closest registered name and the full list. Trinity's async_*
+// names are aliases: trinity has no sync/async split (the explorer runs workflows concurrently), so
+// async_x makes whatever x names at that moment (an override of x applies to async_x too).
 #include "workflow/workflow.h"
 
 #include <algorithm>
@@ -33,11 +35,27 @@ Registry& registry() {
     detail::register_rubric_judge_workflows();
     detail::register_ruler_workflows();
     detail::register_math_rm_workflow();
+    detail::register_math_eval_workflow();
+    detail::register_on_policy_distill_workflows();
+    detail::register_tool_call_workflow();
+    for (const auto& [alias, target] : workflow_aliases()) {
+      const std::string t = target;
+      detail::add_builtin(alias, [t](const buffer::Task& task) { return raw_registry().get(t)(task); });
+    }
   });
   return raw_registry();
 }
 
 }  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& workflow_aliases() {
+  static const std::vector<std::pair<std::string, std::string>> a = {
+      {"async_simple_workflow", "simple_workflow"},         {"async_math_workflow", "math_workflow"},
+      {"async_math_boxed_workflow", "math_boxed_workflow"}, {"async_math_rm_workflow", "math_rm_workflow"},
+      {"async_math_ruler_workflow", "math_ruler_workflow"}, {"async_math_eval_workflow", "math_eval_workflow"},
+  };
+  return a;
+}
 
 void detail::add_builtin(const std::string& name, WorkflowFactory factory) {
   raw_registry().add(name, std::move(factory), /*replace=*/false);

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "buffer/experience.h"
@@ -54,5 +55,7 @@ void register_workflow(const std::string& name, WorkflowFactory factory);
 std::unique_ptr<Workflow> make_workflow(const std::string& name, const buffer::Task& task);
 bool has_workflow(const std::string& name);
 std::vector<std::string> workflow_names();
+// Built-in alias names and the workflow each stands for (Trinity's async_* variants).
+const std::vector<std::pair<std::string, std::string>>& workflow_aliases();
 
 }  // namespace trinity::workflow
