@@ -140,9 +140,10 @@ std::vector<RawRow> read_parquet_rows(const std::string& file, bool strict, Load
   const size_t n_cols = b.columns.size();
   std::vector<RawRow> rows;
   rows.reserve(b.rows.size());
+  const std::string prefix = file + ": row ";
   for (size_t r = 0; r < b.rows.size(); ++r) {
     report.rows_read++;
-    std::string where = strcat(file, ": row ", r + 1);
+    std::string where = prefix + std::to_string(r + 1);  // not strcat: an ostringstream per row is slow
     if (check) {
       const uint8_t* nn = b.non_null.data() + r * n_cols;
       const HasKey has = [&](const std::string& key) {
