@@ -118,11 +118,28 @@ struct ParquetFile::Impl {
           throw IoError("parquet",
                         strcat(path, ": column '", leaves[static_cast<size_t>(l)].path, "' (row group ", g, ") holds ",
                                data[static_cast<size_t>(l)].n_levels, " values for ", n_rows, " rows"));
+    // Reserve each row's text up front (value bytes + ~12 characters per number + keys): growing
+    // rows by doubling costs several allocations and copies per row.
+    size_t est = 2;
+    if (n_rows > 0) {
+      size_t payload = 0;
+      for (const Field& f : plan) {
+        est += f.key.size() + 1;
+        for (int l : f.leaves) {
+          const ColumnData& d = data[static_cast<size_t>(l)];
+          payload += d.values.bytes.size() + d.values.bytes.size() / 32 + 12 * d.values.size + 4 * d.n_levels;
+        }
+      }
+      est += payload / n_rows;
+    }
     RowAssembler as(plan, leaves, ptrs, strcat(path, " (row group ", g, ")"));
     const size_t at = rows.size();
     rows.resize(at + n_rows);
     non_null.resize((at + n_rows) * sel.size());
-    for (size_t r = 0; r < n_rows; ++r) as.next_row(rows[at + r], non_null.data() + (at + r) * sel.size());
+    for (size_t r = 0; r < n_rows; ++r) {
+      rows[at + r].reserve(est);
+      as.next_row(rows[at + r], non_null.data() + (at + r) * sel.size());
+    }
     as.finish();
   }
 
