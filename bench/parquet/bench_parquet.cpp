@@ -2,7 +2,8 @@
 // assemble JSON rows, check required keys) vs DuckDB reading the same file into JSON rows
 // (tests/js/bench_parquet.mjs generates the snappy file with DuckDB and times DuckDB), same run.
 // Prints file MB/s for both (wall clock; best of 3 for trinity, best of 2 for DuckDB), trinity's
-// MB per CPU-second, and the ratio. Usage: bench_parquet [MBYTES=64] (the docs use 1000).
+// MB per CPU-second, and the ratio. Usage: bench_parquet [MBYTES=64] [reuse] (the docs use 1000;
+// `reuse` keeps the last run's file and DuckDB time, for profiling trinity's side alone).
 #include <time.h>
 
 #include <chrono>
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
   const std::string out = std::string(TRINITY_BINARY_DIR) + "/bench_parquet";
   file::make_dirs(out);
   const std::string cmd = "node '" + js + "/bench_parquet.mjs' '" + out + "' " + mb + " > '" + out + "/js.json'";
-  if (std::system(cmd.c_str()) != 0) {
+  const bool reuse = argc > 2 && std::string(argv[2]) == "reuse" && file::exists(out + "/js.json");
+  if (!reuse && std::system(cmd.c_str()) != 0) {
     std::fprintf(stderr, "bench_parquet: JS side failed: %s\n", cmd.c_str());
     return 1;
   }

@@ -24,9 +24,8 @@ uint32_t le32(const uint8_t* p) {
 }  // namespace
 
 void Values::append_bytes(const void* p, size_t n) {
-  const size_t at = bytes.size();
-  bytes.resize(at + n);
-  if (n) std::memcpy(bytes.data() + at, p, n);
+  const char* c = static_cast<const char*>(p);
+  bytes.insert(bytes.end(), c, c + n);  // not resize + memcpy: resize zero-fills first
   offsets.push_back(bytes.size());
   ++size;
 }

@@ -84,7 +84,8 @@ struct ParquetFile::Impl {
     const auto& leaves = schema->leaves();
     std::vector<ColumnData> data(leaves.size());
     std::vector<const ColumnData*> ptrs(leaves.size(), nullptr);
-    std::vector<uint8_t> chunk;
+    std::unique_ptr<uint8_t[]> chunk;  // uninitialised: a vector would zero-fill what pread overwrites
+    size_t chunk_cap = 0;
     for (const Field& f : plan) {
       for (int l : f.leaves) {
         const LeafInfo& li = leaves[static_cast<size_t>(l)];
@@ -105,9 +106,12 @@ struct ParquetFile::Impl {
             static_cast<uint64_t>(len) > size - static_cast<uint64_t>(start))
           throw IoError("parquet", strcat(ctx, ": column chunk [", start, ", +", len, ") lies outside the file (", size,
                                           " bytes)"));
-        chunk.resize(static_cast<size_t>(len));
-        pread_all(chunk.data(), static_cast<uint64_t>(len), static_cast<uint64_t>(start));
-        read_column_chunk(chunk.data(), chunk.size(), m, li, data[static_cast<size_t>(l)], ctx);
+        if (static_cast<size_t>(len) > chunk_cap) {
+          chunk_cap = static_cast<size_t>(len);
+          chunk = std::make_unique_for_overwrite<uint8_t[]>(chunk_cap);
+        }
+        pread_all(chunk.get(), static_cast<uint64_t>(len), static_cast<uint64_t>(start));
+        read_column_chunk(chunk.get(), static_cast<size_t>(len), m, li, data[static_cast<size_t>(l)], ctx);
         ptrs[static_cast<size_t>(l)] = &data[static_cast<size_t>(l)];
       }
     }
