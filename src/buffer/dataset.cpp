@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "buffer/json_util.h"
+#include "buffer/parquet/reader.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
@@ -27,11 +28,6 @@ std::string lower_ext(const std::string& p) {
 bool is_data_file(const std::string& p) {
   const std::string e = lower_ext(p);
   return e == ".jsonl" || e == ".json" || e == ".csv" || e == ".parquet";
-}
-
-[[noreturn]] void parquet_unsupported(const std::string& p) {
-  throw UnsupportedError("buffer", strcat("'", p, "': parquet files are not supported yet; convert them to JSONL ",
-                                          "(e.g. pandas.read_parquet(p).to_json(out, orient='records', lines=True))"));
 }
 
 void problem(LoadReport& rep, bool strict, const std::string& msg) {
@@ -88,9 +84,9 @@ std::vector<std::string> resolve_data_files(const std::string& path, const std::
     throw IoError("buffer", strcat("dataset path '", path, "' does not exist (hub dataset ids are not supported; ",
                                    "download the files and give a local path)"));
   if (!fs::is_directory(path)) {
-    if (lower_ext(path) == ".parquet") parquet_unsupported(path);
     if (!is_data_file(path))
-      throw UnsupportedError("buffer", strcat("'", path, "': unsupported file type; expected .jsonl, .json or .csv"));
+      throw UnsupportedError("buffer",
+                             strcat("'", path, "': unsupported file type; expected .jsonl, .json, .csv or .parquet"));
     return {path};
   }
   std::string base = path;
@@ -127,18 +123,48 @@ std::vector<std::string> resolve_data_files(const std::string& path, const std::
   if (matched.empty())
     throw IoError("buffer", strcat("dataset '", base, "': no data files for split '", split, "' (found ", all.size(),
                                    " data file(s); expected names like ", split, ".jsonl or ", split, "/*.jsonl)"));
-  for (const auto& f : matched)
-    if (lower_ext(f) == ".parquet") parquet_unsupported(f);
   return matched;
 }
 
 namespace {
 
+// A row check sees the row through `has(key)` (key present and not null) and returns a problem ("" = fine).
+using HasKey = std::function<bool(const std::string&)>;
+using RowCheck = std::function<std::string(const HasKey&)>;
+
+// Parquet rows: JSON object text straight from the reader (buffer/parquet/reader.h); `where` is
+// "file: row N" (1-based, row groups in file order).
+std::vector<RawRow> read_parquet_rows(const std::string& file, bool strict, LoadReport& report, const RowCheck& check) {
+  const parquet::ParquetFile pf(file);
+  parquet::RowBatch b = pf.read();
+  const size_t n_cols = b.columns.size();
+  std::vector<RawRow> rows;
+  rows.reserve(b.rows.size());
+  const std::string prefix = file + ": row ";
+  for (size_t r = 0; r < b.rows.size(); ++r) {
+    report.rows_read++;
+    std::string where = prefix + std::to_string(r + 1);  // not strcat: an ostringstream per row is slow
+    if (check) {
+      const uint8_t* nn = b.non_null.data() + r * n_cols;
+      const HasKey has = [&](const std::string& key) {
+        for (size_t c = 0; c < n_cols; ++c)
+          if (b.columns[c] == key) return nn[c] != 0;
+        return false;
+      };
+      if (const std::string p = check(has); !p.empty()) {
+        problem(report, strict, strcat(where, ": ", p));
+        continue;
+      }
+    }
+    rows.push_back({std::move(b.rows[r]), std::move(where)});
+  }
+  return rows;
+}
+
 // Reads rows; `check` returns a problem ("" = fine) so that every problem is reported in file order.
-std::vector<RawRow> read_rows_checked(const std::string& file, bool strict, LoadReport& report,
-                                      const std::function<std::string(const json&)>& check) {
+std::vector<RawRow> read_rows_checked(const std::string& file, bool strict, LoadReport& report, const RowCheck& check) {
   const std::string ext = lower_ext(file);
-  if (ext == ".parquet") parquet_unsupported(file);
+  if (ext == ".parquet") return read_parquet_rows(file, strict, report, check);
   std::string text = file::read_all(file);
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte order mark (spreadsheet exports)
   std::vector<RawRow> rows;
@@ -149,7 +175,7 @@ std::vector<RawRow> read_rows_checked(const std::string& file, bool strict, Load
       return;
     }
     if (check) {
-      if (const std::string p = check(v); !p.empty()) {
+      if (const std::string p = check([&](const std::string& k) { return has_value(v, k); }); !p.empty()) {
         problem(report, strict, strcat(where, ": ", p));
         return;
       }
@@ -238,11 +264,11 @@ void check_prompt_type(const FormatConfig& fmt) {
 }
 
 // Returns the missing required key, or "" if the row is complete.
-std::string missing_key(const json& row, DatasetKind kind, const FormatConfig& fmt) {
+std::string missing_key(const HasKey& has, DatasetKind kind, const FormatConfig& fmt) {
   for (const auto& k : required_keys(kind, fmt)) {
     // A task may give its conversation through messages_key instead of a prompt.
-    if (kind == DatasetKind::kTask && has_value(row, fmt.messages_key)) continue;
-    if (!has_value(row, k)) return k;
+    if (kind == DatasetKind::kTask && !fmt.messages_key.empty() && has(fmt.messages_key)) continue;
+    if (k.empty() || !has(k)) return k;
   }
   return "";
 }
@@ -255,8 +281,8 @@ std::vector<RawRow> Taskset::load_rows(const std::string& path, const std::strin
   check_prompt_type(fmt);
   std::vector<RawRow> out;
   for (const auto& f : resolve_data_files(path, split, subset_name)) {
-    auto check = [&](const json& row) -> std::string {
-      const std::string miss = missing_key(row, kind, fmt);
+    auto check = [&](const HasKey& has) -> std::string {
+      const std::string miss = missing_key(has, kind, fmt);
       return miss.empty() ? "" : strcat("missing required key '", miss, "'");
     };
     for (auto& r : read_rows_checked(f, strict, report, check)) out.push_back(std::move(r));

@@ -1,9 +1,10 @@
-// Tasksets and datasets from files: JSONL, JSON (array of objects) and CSV files, or directories of
-// them resolved by `split` / `subset_name` like HF load_dataset (path/<subset>/, files named <split>*
-// or inside a <split>/ folder; a directory without split-named files is all "train"). Parquet is not
-// supported yet and fails with UnsupportedError. Rows are turned into Tasks with Trinity's `format`
-// keys. A row missing a required key is skipped, counted and reported with file:line (cfg.strict makes
-// it a ValueError). CSV cells are strings (CSV has no types).
+// Tasksets and datasets from files: JSONL, JSON (array of objects), CSV and Parquet files, or
+// directories of them resolved by `split` / `subset_name` like HF load_dataset (path/<subset>/, files
+// named <split>* or inside a <split>/ folder, e.g. data/train-00000-of-00001.parquet; a directory
+// without split-named files is all "train"). Parquet rows come from buffer/parquet/reader.h as JSON
+// objects (type mapping in docs/buffer.md; where = "file: row N"). Rows are turned into Tasks with
+// Trinity's `format` keys. A row missing a required key is skipped, counted and reported with its
+// file:line (cfg.strict makes it a ValueError). CSV cells are strings (CSV has no types).
 #pragma once
 
 #include <cstdint>

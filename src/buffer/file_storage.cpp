@@ -19,7 +19,9 @@ FileStorage::FileStorage(const StorageConfig& cfg) : cfg_(cfg) {
   if (cfg_.path.empty()) throw ConfigError("buffer", strcat("file buffer '", cfg_.name, "': path is empty"));
   const std::string& p = cfg_.path;
   if (p.size() >= 8 && p.compare(p.size() - 8, 8, ".parquet") == 0)
-    throw UnsupportedError("buffer", strcat("'", p, "': parquet files are not supported yet; convert to JSONL"));
+    throw UnsupportedError(
+        "buffer", strcat("'", p, "': parquet experience buffers are not supported (tasksets and SFT/DPO datasets ",
+                         "do read parquet); use a .jsonl file or sqlite"));
 }
 
 FileStorage::~FileStorage() {

@@ -57,7 +57,9 @@ std::unique_ptr<ExperienceStorage> open_storage_url(const std::string& url) {
   } else if (ends_with(path, ".jsonl") || ends_with(path, ".json")) {
     cfg.storage_type = "file";
   } else if (ends_with(path, ".parquet")) {
-    throw UnsupportedError("buffer", strcat("'", path, "': parquet files are not supported yet; convert to JSONL"));
+    throw UnsupportedError(
+        "buffer", strcat("'", path, "': parquet experience buffers are not supported (tasksets and SFT/DPO datasets ",
+                         "do read parquet); use a .jsonl file or sqlite"));
   } else {
     throw ConfigError("buffer", strcat("buffer path '", url, "': cannot tell the storage from the name; expected ",
                                        "sqlite:///x.db, x.db, x.sqlite or x.jsonl (append #table for a buffer name)"));
