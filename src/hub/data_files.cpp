@@ -319,7 +319,7 @@ std::vector<std::string> resolve_dataset_files(const std::string& path_or_id, co
   std::vector<std::string> out;
   for (const auto& f : select_data_files(names, readme, subset, split, ref->id)) out.push_back(client.download(*ref, listing.commit, f));
   client.record_ref(*ref, listing.commit);
-  log::info("dataset ", ref->describe(), " split ", split, subset.empty() ? "" : " subset " + subset, ": ", out.size(),
+  log::info(ref->describe(), " split ", split, subset.empty() ? "" : " subset " + subset, ": ", out.size(),
             " file(s) in ", client.cache(*ref).snapshot_dir(listing.commit));
   return out;
 }
