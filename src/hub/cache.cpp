@@ -83,7 +83,9 @@ std::string RepoCache::blob_path(const std::string& etag) const {
   return file::join(file::join(repo_dir_, "blobs"), etag);
 }
 
-std::string RepoCache::incomplete_path(const std::string& etag) const { return blob_path(etag) + ".incomplete"; }
+std::string RepoCache::incomplete_path(const std::string& etag) const {
+  return blob_path(etag) + ".incomplete";
+}
 
 std::string RepoCache::lock_path(const std::string& etag) const {
   return file::join(file::join(file::join(cache_dir_, ".locks"), folder_), etag + ".lock");
@@ -97,7 +99,9 @@ void RepoCache::link_snapshot(const std::string& commit, const std::string& path
   if (ec) throw IoError("hub", strcat("cannot create '", link.parent_path().string(), "': ", ec.message()));
   fs::remove(link, ec);
   fs::create_symlink(target, link, ec);
-  if (ec) throw IoError("hub", strcat("cannot create the symlink '", link.string(), "' -> '", target.string(), "': ", ec.message()));
+  if (ec)
+    throw IoError("hub",
+                  strcat("cannot create the symlink '", link.string(), "' -> '", target.string(), "': ", ec.message()));
 }
 
 }  // namespace trinity::hub

@@ -44,28 +44,32 @@ class FileLock {
   int fd_ = -1;
 };
 
-std::string error_code(const HttpResponse& r) { return r.header("x-error-code"); }
+std::string error_code(const HttpResponse& r) {
+  return r.header("x-error-code");
+}
 
 // The IoError for a failed Hub request about `ref` (`path`: the file, "" for the repo itself).
 [[noreturn]] void throw_http(const HubEnv& env, const RepoRef& ref, const std::string& path, const HttpResponse& r) {
   const std::string what = ref.describe();
   const std::string code = error_code(r);
   if ((r.status == 401 || r.status == 403) && code != "RepoNotFound")
-    throw IoError("hub", strcat(what, " is gated or private (HTTP ", r.status, " from ", env.endpoint, "): ",
-                                env.token.empty() ? "set HF_TOKEN (or HF_TOKEN_PATH, or $HF_HOME/token) to a token with access"
-                                                  : "the token in HF_TOKEN has no access to it",
-                                "; request access at ", env.endpoint, "/",
-                                ref.type == RepoType::kDataset ? "datasets/" : "", ref.id));
-  if (r.status == 401 || r.status == 403 || (r.status == 404 && (code == "RepoNotFound" || (code.empty() && path.empty()))))
-    throw IoError("hub", strcat(ref.type == RepoType::kModel ? "model" : "dataset", " repository '", ref.id,
-                                "' not found on ", env.endpoint,
-                                env.token.empty() ? " (if it is private or gated, set HF_TOKEN)" : "",
-                                "; a local path by that name does not exist either"));
+    throw IoError(
+        "hub",
+        strcat(what, " is gated or private (HTTP ", r.status, " from ", env.endpoint, "): ",
+               env.token.empty() ? "set HF_TOKEN (or HF_TOKEN_PATH, or $HF_HOME/token) to a token with access"
+                                 : "the token in HF_TOKEN has no access to it",
+               "; request access at ", env.endpoint, "/", ref.type == RepoType::kDataset ? "datasets/" : "", ref.id));
+  if (r.status == 401 || r.status == 403 ||
+      (r.status == 404 && (code == "RepoNotFound" || (code.empty() && path.empty()))))
+    throw IoError("hub",
+                  strcat(ref.type == RepoType::kModel ? "model" : "dataset", " repository '", ref.id, "' not found on ",
+                         env.endpoint, env.token.empty() ? " (if it is private or gated, set HF_TOKEN)" : "",
+                         "; a local path by that name does not exist either"));
   if (r.status == 404 && code == "RevisionNotFound")
-    throw IoError("hub", strcat("revision '", ref.revision, "' not found in ", ref.type == RepoType::kModel ? "model " : "dataset ",
-                                ref.id, " (a branch, tag or commit sha)"));
-  if (r.status == 404)
-    throw IoError("hub", strcat("file '", path, "' not found in ", what));
+    throw IoError(
+        "hub", strcat("revision '", ref.revision, "' not found in ",
+                      ref.type == RepoType::kModel ? "model " : "dataset ", ref.id, " (a branch, tag or commit sha)"));
+  if (r.status == 404) throw IoError("hub", strcat("file '", path, "' not found in ", what));
   std::string body = r.body.substr(0, 200);
   throw IoError("hub", strcat("HTTP ", r.status, " from ", r.url, " (", what, path.empty() ? "" : " " + path, ")",
                               body.empty() ? "" : ": " + body));
@@ -162,7 +166,8 @@ std::string HubClient::download(const RepoRef& ref, const std::string& commit, c
   if (etag.empty() || etag.find('/') != std::string::npos)
     throw IoError("hub", strcat("no usable ETag for '", path, "' in ", ref.describe(), " from ", h.url,
                                 " (is HF_ENDPOINT a Hugging Face Hub?)"));
-  const int64_t size = to_int(h.header("x-linked-size").empty() ? h.header("content-length") : h.header("x-linked-size"), -1);
+  const int64_t size =
+      to_int(h.header("x-linked-size").empty() ? h.header("content-length") : h.header("x-linked-size"), -1);
   const std::string blob = c.blob_path(etag);
   {
     FileLock lock(c.lock_path(etag));
@@ -180,12 +185,13 @@ std::string HubClient::download(const RepoRef& ref, const std::string& commit, c
                                     " (the partial file was removed; run again)"));
       }
       // LFS blobs are named by the sha256 of their content: check it (git blob sha1 etags are not).
-      if (etag.size() == 64 && std::all_of(etag.begin(), etag.end(), [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)); })) {
+      if (etag.size() == 64 && std::all_of(etag.begin(), etag.end(),
+                                           [](char ch) { return std::isxdigit(static_cast<unsigned char>(ch)); })) {
         const std::string sum = sha256_file(part);
         if (sum != etag) {
           fs::remove(part, ec);
-          throw IoError("hub", strcat("'", path, "' of ", ref.describe(), ": sha256 ", sum, " does not match the Hub's ",
-                                      etag, " (the download was removed; run again)"));
+          throw IoError("hub", strcat("'", path, "' of ", ref.describe(), ": sha256 ", sum,
+                                      " does not match the Hub's ", etag, " (the download was removed; run again)"));
         }
       }
       fs::rename(part, blob, ec);
@@ -196,17 +202,20 @@ std::string HubClient::download(const RepoRef& ref, const std::string& commit, c
   return file::join(c.snapshot_dir(commit), path);
 }
 
-void HubClient::record_ref(const RepoRef& ref, const std::string& commit) const { cache(ref).write_ref(ref.revision, commit); }
+void HubClient::record_ref(const RepoRef& ref, const std::string& commit) const {
+  cache(ref).write_ref(ref.revision, commit);
+}
 
 std::string HubClient::cached_commit(const RepoRef& ref, const std::string& why) const {
   const RepoCache c = cache(ref);
   if (auto sha = c.commit_for(ref.revision)) return *sha;
-  throw IoError("hub", strcat(ref.describe(), " is not in the Hub cache (", why, "): no refs/", ref.revision,
-                              " or snapshot in ", c.repo_dir(), "; unset HF_HUB_OFFLINE to download it, or give a local path"));
+  throw IoError(
+      "hub", strcat(ref.describe(), " is not in the Hub cache (", why, "): no refs/", ref.revision, " or snapshot in ",
+                    c.repo_dir(), "; unset HF_HUB_OFFLINE to download it, or give a local path"));
 }
 
-void HubClient::throw_offline_missing(const RepoRef& ref, const std::string& commit, const std::vector<std::string>& missing,
-                                      const std::string& why) const {
+void HubClient::throw_offline_missing(const RepoRef& ref, const std::string& commit,
+                                      const std::vector<std::string>& missing, const std::string& why) const {
   std::string list;
   for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
   throw IoError("hub", strcat(ref.describe(), " (commit ", commit, "): ", why, "; missing from the cache: ", list,

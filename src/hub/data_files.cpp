@@ -110,7 +110,8 @@ std::regex glob_regex(const std::string& pattern) {
 
 // Data files (supported type, not hidden) matching the patterns, each pattern's matches sorted,
 // in pattern order, without repeats.
-std::vector<std::string> resolve_patterns(const std::vector<std::string>& files, const std::vector<std::string>& patterns) {
+std::vector<std::string> resolve_patterns(const std::vector<std::string>& files,
+                                          const std::vector<std::string>& patterns) {
   std::vector<std::string> out;
   std::set<std::string> seen;
   for (const auto& p : patterns) {
@@ -137,7 +138,8 @@ SplitPatterns default_patterns(const std::vector<std::string>& files) {
   }
   if (!splits.empty()) {
     SplitPatterns out;
-    for (const auto& s : splits) out.push_back({s, {"data/" + s + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]*.*"}});
+    for (const auto& s : splits)
+      out.push_back({s, {"data/" + s + "-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9]*.*"}});
     return out;
   }
   const std::string sep = "[-._ 0-9]", sep_slash = "[-._ 0-9/]";
@@ -163,7 +165,8 @@ SplitPatterns default_patterns(const std::vector<std::string>& files) {
 
 std::vector<std::string> yaml_strings(const YAML::Node& n) {
   std::vector<std::string> out;
-  if (n.IsScalar()) out.push_back(n.as<std::string>());
+  if (n.IsScalar())
+    out.push_back(n.as<std::string>());
   else if (n.IsSequence())
     for (const auto& x : n) out.push_back(x.as<std::string>());
   return out;
@@ -191,14 +194,16 @@ std::vector<ConfigSpec> readme_configs(const std::string& readme, const std::str
       if (df && (df.IsScalar() || (df.IsSequence() && df.size() > 0 && df[0].IsScalar()))) {
         s.data_files.push_back({"train", yaml_strings(df)});
       } else if (df && df.IsSequence()) {
-        for (const auto& e : df) s.data_files.push_back({e["split"] ? e["split"].as<std::string>() : "train", yaml_strings(e["path"])});
+        for (const auto& e : df)
+          s.data_files.push_back({e["split"] ? e["split"].as<std::string>() : "train", yaml_strings(e["path"])});
       } else if (df && df.IsMap()) {
         for (const auto& kv : df) s.data_files.push_back({kv.first.as<std::string>(), yaml_strings(kv.second)});
       }
       out.push_back(std::move(s));
     }
   } catch (const YAML::Exception& e) {
-    throw ConfigError("hub", strcat("dataset ", repo_id, ": README.md front matter is not valid YAML (", e.what(), ")"));
+    throw ConfigError("hub",
+                      strcat("dataset ", repo_id, ": README.md front matter is not valid YAML (", e.what(), ")"));
   }
   return out;
 }
@@ -211,10 +216,13 @@ std::string join_names(const std::vector<std::string>& v) {
 
 }  // namespace
 
-bool glob_match(const std::string& pattern, const std::string& path) { return std::regex_match(path, glob_regex(pattern)); }
+bool glob_match(const std::string& pattern, const std::string& path) {
+  return std::regex_match(path, glob_regex(pattern));
+}
 
 std::vector<std::string> select_data_files(const std::vector<std::string>& repo_files_in, const std::string& readme,
-                                           const std::string& subset, const std::string& split, const std::string& repo_id) {
+                                           const std::string& subset, const std::string& split,
+                                           const std::string& repo_id) {
   std::vector<std::string> repo_files = repo_files_in;
   std::sort(repo_files.begin(), repo_files.end());
   const std::vector<ConfigSpec> configs = readme_configs(readme, repo_id);
@@ -229,7 +237,8 @@ std::vector<std::string> select_data_files(const std::vector<std::string>& repo_
       for (const auto& c : configs)
         if (c.name == subset) pick = &c;
       if (!pick)
-        throw ConfigError("hub", strcat(where, ": no config (subset_name) '", subset, "' in README.md; configs: ", join_names(names)));
+        throw ConfigError("hub", strcat(where, ": no config (subset_name) '", subset,
+                                        "' in README.md; configs: ", join_names(names)));
     } else {
       for (const auto& c : configs)
         if (c.is_default && !pick) pick = &c;
@@ -237,8 +246,9 @@ std::vector<std::string> select_data_files(const std::vector<std::string>& repo_
         if (c.name == "default" && !pick) pick = &c;
       if (!pick && configs.size() == 1) pick = &configs[0];
       if (!pick)
-        throw ConfigError("hub", strcat(where, ": subset_name is required (README.md has several configs and none is the default): ",
-                                        join_names(names)));
+        throw ConfigError(
+            "hub", strcat(where, ": subset_name is required (README.md has several configs and none is the default): ",
+                          join_names(names)));
     }
     where += " (config " + pick->name + ")";
     base = pick->data_dir;
@@ -250,8 +260,10 @@ std::vector<std::string> select_data_files(const std::vector<std::string>& repo_
   if (base.rfind("./", 0) == 0) base = base.substr(2);
   std::vector<std::string> rel;  // paths under `base`, relative to it
   for (const auto& f : repo_files) {
-    if (base.empty()) rel.push_back(f);
-    else if (f.size() > base.size() + 1 && f.compare(0, base.size() + 1, base + "/") == 0) rel.push_back(f.substr(base.size() + 1));
+    if (base.empty())
+      rel.push_back(f);
+    else if (f.size() > base.size() + 1 && f.compare(0, base.size() + 1, base + "/") == 0)
+      rel.push_back(f.substr(base.size() + 1));
   }
   if (!base.empty() && configs.empty() && rel.empty())
     throw ConfigError("hub", strcat(where, ": subset_name '", subset, "': no folder '", subset,
@@ -277,7 +289,8 @@ std::vector<std::string> select_data_files(const std::vector<std::string>& repo_
     for (const auto& f : files)
       if (module_of(f) == module) out.push_back(base.empty() ? f : base + "/" + f);
     if (out.empty())
-      throw ConfigError("hub", strcat(where, ": no data files (.parquet, .json, .jsonl, .csv) for split '", split, "'"));
+      throw ConfigError("hub",
+                        strcat(where, ": no data files (.parquet, .json, .jsonl, .csv) for split '", split, "'"));
     return out;
   }
   throw ConfigError("hub", strcat(where, ": no split '", split, "'; splits: ", join_names(split_names)));
@@ -298,7 +311,8 @@ std::vector<std::string> resolve_dataset_files(const std::string& path_or_id, co
     try {
       rel = select_data_files(c.snapshot_files(commit), readme ? file::read_all(*readme) : "", subset, split, ref->id);
     } catch (const ConfigError& e) {
-      client.throw_offline_missing(*ref, commit, {strcat("the files of split '", split, "'")}, strcat(why, "; ", e.what()));
+      client.throw_offline_missing(*ref, commit, {strcat("the files of split '", split, "'")},
+                                   strcat(why, "; ", e.what()));
     }
     std::vector<std::string> out;
     for (const auto& f : rel) out.push_back(file::join(c.snapshot_dir(commit), f));
@@ -315,9 +329,11 @@ std::vector<std::string> resolve_dataset_files(const std::string& path_or_id, co
   }
   std::vector<std::string> names;
   for (const auto& f : listing.files) names.push_back(f.path);
-  const std::string readme = listing.has("README.md") ? file::read_all(client.download(*ref, listing.commit, "README.md")) : "";
+  const std::string readme =
+      listing.has("README.md") ? file::read_all(client.download(*ref, listing.commit, "README.md")) : "";
   std::vector<std::string> out;
-  for (const auto& f : select_data_files(names, readme, subset, split, ref->id)) out.push_back(client.download(*ref, listing.commit, f));
+  for (const auto& f : select_data_files(names, readme, subset, split, ref->id))
+    out.push_back(client.download(*ref, listing.commit, f));
   client.record_ref(*ref, listing.commit);
   log::info(ref->describe(), " split ", split, subset.empty() ? "" : " subset " + subset, ": ", out.size(),
             " file(s) in ", client.cache(*ref).snapshot_dir(listing.commit));
@@ -335,8 +351,10 @@ std::string describe_dataset(const std::string& path_or_id) {
   if (auto commit = c.commit_for(ref->revision))
     return strcat("Hub ", ref->describe(), ": cached (snapshot ", c.snapshot_dir(*commit), ")");
   if (client.env().datasets_offline)
-    return strcat("Hub ", ref->describe(), ": not cached in ", c.repo_dir(), " and offline mode is set: the run will fail");
-  return strcat("Hub ", ref->describe(), ": not cached; would be downloaded from ", client.env().endpoint, " into ", c.repo_dir());
+    return strcat("Hub ", ref->describe(), ": not cached in ", c.repo_dir(),
+                  " and offline mode is set: the run will fail");
+  return strcat("Hub ", ref->describe(), ": not cached; would be downloaded from ", client.env().endpoint, " into ",
+                c.repo_dir());
 }
 
 }  // namespace trinity::hub

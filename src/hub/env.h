@@ -13,9 +13,9 @@ namespace trinity::hub {
 
 struct HubEnv {
   std::string endpoint = "https://huggingface.co";
-  std::string cache_dir;  // the hub cache (holds models--*/ datasets--*/)
-  std::string token;      // "" = anonymous
-  bool offline = false;          // HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE
+  std::string cache_dir;          // the hub cache (holds models--*/ datasets--*/)
+  std::string token;              // "" = anonymous
+  bool offline = false;           // HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE
   bool datasets_offline = false;  // offline, or HF_DATASETS_OFFLINE
 
   static HubEnv from_environment();

@@ -40,7 +40,9 @@ std::string trim(const std::string& s) {
   return s.substr(a, b - a);
 }
 
-bool is_redirect(long status) { return status == 301 || status == 302 || status == 303 || status == 307 || status == 308; }
+bool is_redirect(long status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
 
 bool is_absolute(const std::string& loc) {
   const std::string l = lower(loc.substr(0, 8));
@@ -109,7 +111,7 @@ void perform(const std::string& method, const std::string& url, const std::strin
   curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);   // a stalled transfer counts as dropped
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);  // a stalled transfer counts as dropped
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, 30L);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
@@ -153,7 +155,8 @@ class ProgressBar {
     const double speed = s > 0 ? static_cast<double>(done - first_) / s : 0;
     std::string bar;
     if (total_ > 0) {
-      const int w = 20, fill = static_cast<int>(static_cast<double>(w) * static_cast<double>(done) / static_cast<double>(total_));
+      const int w = 20, fill = static_cast<int>(static_cast<double>(w) * static_cast<double>(done) /
+                                                static_cast<double>(total_));
       const int f = std::clamp(fill, 0, w);
       bar.push_back('[');
       bar.append(static_cast<size_t>(f), '#');
@@ -166,9 +169,7 @@ class ProgressBar {
                     human_bytes(speed), "/s"));
   }
   void set_first(int64_t b) { first_ = b; }
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
   std::string label_;
@@ -185,9 +186,12 @@ std::string HttpResponse::header(const std::string& lower_name) const {
   return it == headers.end() ? "" : it->second;
 }
 
-HttpClient::HttpClient(std::string endpoint, std::string token) : endpoint_(std::move(endpoint)), token_(std::move(token)) {}
+HttpClient::HttpClient(std::string endpoint, std::string token)
+    : endpoint_(std::move(endpoint)), token_(std::move(token)) {}
 
-bool HttpClient::same_origin(const std::string& url) const { return origin(url) == origin(endpoint_); }
+bool HttpClient::same_origin(const std::string& url) const {
+  return origin(url) == origin(endpoint_);
+}
 
 std::string HttpClient::resolve_url(const std::string& base, const std::string& location) {
   std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), &curl_url_cleanup);
@@ -290,8 +294,8 @@ HttpResponse HttpClient::download(const std::string& url, const std::string& des
     } catch (const NetworkError& e) {
       if (attempt >= retries) throw;
       const double wait = 0.5 * static_cast<double>(1 << std::min(attempt, 5));
-      log::warn("download of ", label, " broke off (", e.what(), "); resuming in ", wait, " s (attempt ",
-                attempt + 2, " of ", retries + 1, ")");
+      log::warn("download of ", label, " broke off (", e.what(), "); resuming in ", wait, " s (attempt ", attempt + 2,
+                " of ", retries + 1, ")");
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
   }
@@ -301,7 +305,8 @@ std::string url_quote(const std::string& s, const std::string& safe) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' || safe.find(static_cast<char>(c)) != std::string::npos) {
+    if (std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '~' ||
+        safe.find(static_cast<char>(c)) != std::string::npos) {
       out += static_cast<char>(c);
     } else {
       out += '%';

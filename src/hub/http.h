@@ -16,7 +16,9 @@ namespace trinity::hub {
 
 // The network could not be reached or the connection broke (no HTTP status): callers may fall back
 // to the cache.
-class NetworkError : public IoError { using IoError::IoError; };
+class NetworkError : public IoError {
+  using IoError::IoError;
+};
 
 struct HttpResponse {
   long status = 0;

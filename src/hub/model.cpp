@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // What the model, tokenizer and chat loaders read, and what a checkpoint copies along.
-constexpr const char* kMetaFiles[] = {"config.json",         "generation_config.json",  "tokenizer.json",
+constexpr const char* kMetaFiles[] = {"config.json",           "generation_config.json",  "tokenizer.json",
                                       "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
-                                      "chat_template.jinja", "chat_template.json"};
+                                      "chat_template.jinja",   "chat_template.json"};
 constexpr const char* kIndex = "model.safetensors.index.json";
 
 std::vector<std::string> index_shards(const std::string& index_json, const std::string& where) {
@@ -111,8 +111,9 @@ std::string resolve_model_dir(const std::string& path_or_id, const std::string& 
   std::string index_text;
   if (with_weights && listing.has(kIndex)) index_text = file::read_all(client.download(*ref, listing.commit, kIndex));
   const auto want = model_files(names, index_text, with_weights);
-  if (with_weights && (std::find(want.begin(), want.end(), "config.json") == want.end() ||
-                       std::none_of(want.begin(), want.end(), [](const std::string& f) { return f.ends_with(".safetensors"); })))
+  if (with_weights &&
+      (std::find(want.begin(), want.end(), "config.json") == want.end() ||
+       std::none_of(want.begin(), want.end(), [](const std::string& f) { return f.ends_with(".safetensors"); })))
     throw IoError("hub", strcat(key, ": ", ref->describe(), " has no config.json and *.safetensors weights at commit ",
                                 listing.commit, " (trinity loads safetensors checkpoints of transformers models)"));
   for (const auto& f : want) client.download(*ref, listing.commit, f);
@@ -133,13 +134,16 @@ std::string describe_model(const std::string& path_or_id) {
   if (auto commit = c.commit_for(ref->revision)) {
     const auto missing = missing_offline(c, *commit, true);
     if (missing.empty()) return strcat("Hub ", ref->describe(), ": cached (snapshot ", c.snapshot_dir(*commit), ")");
-    return strcat("Hub ", ref->describe(), ": partly cached (snapshot ", c.snapshot_dir(*commit), "; missing ",
-                  missing.front(), missing.size() > 1 ? strcat(" and ", missing.size() - 1, " more") : "", ")",
-                  client.env().offline ? "; HF_HUB_OFFLINE is set: the run will fail" : "; the rest would be downloaded");
+    return strcat(
+        "Hub ", ref->describe(), ": partly cached (snapshot ", c.snapshot_dir(*commit), "; missing ", missing.front(),
+        missing.size() > 1 ? strcat(" and ", missing.size() - 1, " more") : "", ")",
+        client.env().offline ? "; HF_HUB_OFFLINE is set: the run will fail" : "; the rest would be downloaded");
   }
   if (client.env().offline)
-    return strcat("Hub ", ref->describe(), ": not cached in ", c.repo_dir(), " and HF_HUB_OFFLINE is set: the run will fail");
-  return strcat("Hub ", ref->describe(), ": not cached; would be downloaded from ", client.env().endpoint, " into ", c.repo_dir());
+    return strcat("Hub ", ref->describe(), ": not cached in ", c.repo_dir(),
+                  " and HF_HUB_OFFLINE is set: the run will fail");
+  return strcat("Hub ", ref->describe(), ": not cached; would be downloaded from ", client.env().endpoint, " into ",
+                c.repo_dir());
 }
 
 }  // namespace trinity::hub

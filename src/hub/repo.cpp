@@ -10,7 +10,9 @@ std::string RepoRef::describe() const {
   return std::string(type == RepoType::kModel ? "model " : "dataset ") + id + "@" + revision;
 }
 
-const char* type_plural(RepoType t) { return t == RepoType::kModel ? "models" : "datasets"; }
+const char* type_plural(RepoType t) {
+  return t == RepoType::kModel ? "models" : "datasets";
+}
 
 namespace {
 
@@ -54,8 +56,10 @@ std::string repo_folder_name(const RepoRef& r) {
   std::string out = type_plural(r.type);
   out += "--";
   for (char c : r.id) {
-    if (c == '/') out += "--";
-    else out += c;
+    if (c == '/')
+      out += "--";
+    else
+      out += c;
   }
   return out;
 }

@@ -40,7 +40,9 @@ using test::FakeHub;
 const std::string kC1 = "1111111111111111111111111111111111111111";  // main
 const std::string kC0 = "0000000000000000000000000000000000000abc";  // tag v1
 
-std::string read(const std::string& p) { return test::slurp(p); }
+std::string read(const std::string& p) {
+  return test::slurp(p);
+}
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -53,8 +55,11 @@ class HubServer : public ::testing::Test {
     root_ = (fs::temp_directory_path() / ("trinity_hub_server_" + std::to_string(getpid()))).string();
     fs::remove_all(root_);
     fs::create_directories(root_);
-    const auto r = test::run_trinity(root_, "init-model --arch qwen2 --hidden 32 --layers 1 --heads 2 --intermediate 64 "
-                                            "--max-pos 64 --tokenizer bytes --seed 3 --out " + root_ + "/src_model", 120);
+    const auto r = test::run_trinity(root_,
+                                     "init-model --arch qwen2 --hidden 32 --layers 1 --heads 2 --intermediate 64 "
+                                     "--max-pos 64 --tokenizer bytes --seed 3 --out " +
+                                         root_ + "/src_model",
+                                     120);
     ASSERT_EQ(r.code, 0) << r.err;
     const fs::path tree = fs::path(root_) / "tree";
     for (const char* repo : {"Org/Tiny", "Org/Gated"}) {
@@ -84,7 +89,8 @@ class HubServer : public ::testing::Test {
     write(mc / "hard/x.csv", "q,a\n9*9,81\n7*7,49\n");
     const fs::path pq = tree / "datasets/Org/Pq";
     write(pq / "refs.json", json{{"main", kC1}}.dump());
-    write(pq / "commits" / kC1 / "data/train-00000-of-00001.parquet", std::string("PAR1") + std::string(3000, 'p') + "PAR1");
+    write(pq / "commits" / kC1 / "data/train-00000-of-00001.parquet",
+          std::string("PAR1") + std::string(3000, 'p') + "PAR1");
     write(pq / "commits" / kC1 / "data/test-00000-of-00001.parquet", "PAR1tPAR1");
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
@@ -92,12 +98,14 @@ class HubServer : public ::testing::Test {
   // A server over the tree with `extra` options, HF_ENDPOINT at it and a fresh HF_HUB_CACHE.
   std::unique_ptr<FakeHub> serve(std::vector<std::string> extra = {}) {
     log_ = root_ + "/log_" + std::to_string(n_++) + ".jsonl";
-    std::vector<std::string> a = {"--root", root_ + "/tree", "--token", "secret", "--log", log_, "--moved", "Org/OldTiny=Org/Tiny"};
+    std::vector<std::string> a = {"--root",  root_ + "/tree",       "--token", "secret", "--log", log_,
+                                  "--moved", "Org/OldTiny=Org/Tiny"};
     a.insert(a.end(), extra.begin(), extra.end());
     auto s = std::make_unique<FakeHub>(a);
     EXPECT_EQ(s->error, "");
     cache_ = root_ + "/cache_" + std::to_string(n_);
-    for (const char* k : {"HF_TOKEN", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME"}) unsetenv(k);
+    for (const char* k : {"HF_TOKEN", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HOME"})
+      unsetenv(k);
     setenv("HF_HOME", (root_ + "/hf_home").c_str(), 1);  // no token file there
     setenv("HF_ENDPOINT", s->endpoint().c_str(), 1);
     setenv("HF_HUB_CACHE", cache_.c_str(), 1);
@@ -141,7 +149,8 @@ TEST_F(HubServer, ModelDownloadHasTheHuggingfaceHubLayout) {
   // A second resolution downloads nothing; offline with a dead endpoint it still resolves.
   const size_t before = requests().size();
   EXPECT_EQ(resolve_model_dir("Org/Tiny"), dir);
-  for (size_t i = before; i < requests().size(); ++i) EXPECT_EQ(requests()[i]["path"].get<std::string>().find("/resolve/"), std::string::npos);
+  for (size_t i = before; i < requests().size(); ++i)
+    EXPECT_EQ(requests()[i]["path"].get<std::string>().find("/resolve/"), std::string::npos);
   setenv("HF_ENDPOINT", "http://127.0.0.1:1", 1);
   EXPECT_EQ(resolve_model_dir("Org/Tiny"), dir);  // unreachable: falls back to the cache
   setenv("HF_HUB_OFFLINE", "1", 1);
@@ -200,13 +209,17 @@ TEST_F(HubServer, NotFoundErrorsNameWhatIsMissing) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([] { resolve_model_dir("Org/Nope"); }).find("model repository 'Org/Nope' not found"), std::string::npos);
-  EXPECT_NE(message([] { resolve_model_dir("Org/Tiny@nobranch"); }).find("revision 'nobranch' not found"), std::string::npos);
+  EXPECT_NE(message([] { resolve_model_dir("Org/Nope"); }).find("model repository 'Org/Nope' not found"),
+            std::string::npos);
+  EXPECT_NE(message([] { resolve_model_dir("Org/Tiny@nobranch"); }).find("revision 'nobranch' not found"),
+            std::string::npos);
   const HubClient client(HubEnv::from_environment());
   const RepoRef ref{RepoType::kModel, "Org/Tiny", "main"};
-  EXPECT_NE(message([&] { client.download(ref, kC1, "nope.json"); }).find("file 'nope.json' not found in model Org/Tiny"),
-            std::string::npos);
-  EXPECT_TRUE(fs::exists(cache_ + "/models--Org--Tiny/.no_exist/" + kC1 + "/nope.json"));  // as huggingface_hub marks it
+  EXPECT_NE(
+      message([&] { client.download(ref, kC1, "nope.json"); }).find("file 'nope.json' not found in model Org/Tiny"),
+      std::string::npos);
+  EXPECT_TRUE(
+      fs::exists(cache_ + "/models--Org--Tiny/.no_exist/" + kC1 + "/nope.json"));  // as huggingface_hub marks it
 }
 
 TEST_F(HubServer, DroppedConnectionResumesWithRange) {
@@ -256,7 +269,8 @@ TEST_F(HubServer, DatasetConfigsSubsetAndSplitInOrder) {
   EXPECT_THROW(buffer::resolve_data_files("Org/Math", "train", "medium"), ConfigError);
   // The dataset file list came from the paginated tree API (2 entries a page).
   int tree_pages = 0;
-  for (const auto& r : requests()) tree_pages += r["path"].get<std::string>().find("/api/datasets/Org/Math/tree/") != std::string::npos;
+  for (const auto& r : requests())
+    tree_pages += r["path"].get<std::string>().find("/api/datasets/Org/Math/tree/") != std::string::npos;
   EXPECT_GE(tree_pages, 3);
   // offline: from the cache
   setenv("HF_DATASETS_OFFLINE", "1", 1);
@@ -302,10 +316,12 @@ TEST_F(HubServer, LauncherAndConfigCheckUseHubIds) {
   const size_t before = requests().size();
   const auto out = test::run_trinity(root_, "config check --config " + yaml, 60, env);
   ASSERT_EQ(out.code, 0) << out.err;
-  EXPECT_NE(out.err.find("model.model_path: Hub model Org/Tiny@main: cached (snapshot " + r.model.model_path), std::string::npos)
-      << out.err;
-  EXPECT_NE(out.err.find("taskset math: Hub dataset Org/Math@main: not cached; would be downloaded from " + s->endpoint()),
+  EXPECT_NE(out.err.find("model.model_path: Hub model Org/Tiny@main: cached (snapshot " + r.model.model_path),
             std::string::npos)
+      << out.err;
+  EXPECT_NE(
+      out.err.find("taskset math: Hub dataset Org/Math@main: not cached; would be downloaded from " + s->endpoint()),
+      std::string::npos)
       << out.err;
   EXPECT_EQ(requests().size(), before);  // no network
   EXPECT_FALSE(fs::exists(cache_ + "/datasets--Org--Math"));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "hf_cache.h"
 #include "hub/cache.h"
 #include "hub/client.h"
 #include "hub/data_files.h"
@@ -20,7 +21,6 @@
 #include "hub/http.h"
 #include "hub/model.h"
 #include "hub/repo.h"
-#include "hf_cache.h"
 
 namespace trinity::hub {
 namespace {
@@ -40,7 +40,8 @@ TEST(HubRepo, Ids) {
   EXPECT_EQ(r->revision, "v1.0");
   EXPECT_EQ(repo_folder_name(*r), "datasets--openai--gsm8k");
   EXPECT_TRUE(parse_repo_id("gpt2", RepoType::kModel));
-  for (const char* bad : {"/abs/path", "./rel", "../up", "~/x", "a/b/c", "a--b/c", "a/..b", "-a/b", "a/b@", "a b/c", ""})
+  for (const char* bad :
+       {"/abs/path", "./rel", "../up", "~/x", "a/b/c", "a--b/c", "a/..b", "-a/b", "a/b@", "a b/c", ""})
     EXPECT_FALSE(parse_repo_id(bad, RepoType::kModel)) << bad;
   EXPECT_TRUE(is_commit_sha(std::string(40, 'a')));
   EXPECT_FALSE(is_commit_sha(std::string(40, 'g')));
@@ -66,9 +67,9 @@ TEST(HubHttp, QuoteAndEtag) {
 
 // Clears every Hub variable, then sets `vars`.
 void reset_env(std::initializer_list<std::pair<const char*, std::string>> vars) {
-  for (const char* k : {"HF_ENDPOINT", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HF_TOKEN",
-                        "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
-                        "HF_DATASETS_OFFLINE"})
+  for (const char* k :
+       {"HF_ENDPOINT", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN", "HF_TOKEN_PATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"})
     unsetenv(k);
   for (const auto& [k, v] : vars) setenv(k, v.c_str(), 1);
 }
@@ -79,7 +80,10 @@ TEST(HubEnv, Defaults) {
   EXPECT_EQ(e.endpoint, "https://huggingface.co");
   EXPECT_EQ(e.cache_dir, "/home/u/.cache/huggingface/hub");
   EXPECT_FALSE(e.offline);
-  reset_env({{"HOME", "/home/u"}, {"XDG_CACHE_HOME", "/xdg"}, {"HF_ENDPOINT", "http://h:9/"}, {"TRANSFORMERS_OFFLINE", "yes"}});
+  reset_env({{"HOME", "/home/u"},
+             {"XDG_CACHE_HOME", "/xdg"},
+             {"HF_ENDPOINT", "http://h:9/"},
+             {"TRANSFORMERS_OFFLINE", "yes"}});
   e = HubEnv::from_environment();
   EXPECT_EQ(e.cache_dir, "/xdg/huggingface/hub");
   EXPECT_EQ(e.endpoint, "http://h:9");
@@ -127,14 +131,17 @@ TEST(HubDataFiles, DefaultPatternsFileNames) {
   EXPECT_EQ(select_data_files(repo, "", "", "test", "o/d"), Files{"test.csv"});
   EXPECT_EQ(select_data_files(repo, "", "", "validation", "o/d"), Files{"validation.csv"});
   // "eval" is a keyword of the test split, "dev" of validation
-  EXPECT_EQ(select_data_files({"my_eval.jsonl", "dev.jsonl", "train_part.jsonl"}, "", "", "test", "o/d"), Files{"my_eval.jsonl"});
-  EXPECT_EQ(select_data_files({"my_eval.jsonl", "dev.jsonl", "train_part.jsonl"}, "", "", "validation", "o/d"), Files{"dev.jsonl"});
+  EXPECT_EQ(select_data_files({"my_eval.jsonl", "dev.jsonl", "train_part.jsonl"}, "", "", "test", "o/d"),
+            Files{"my_eval.jsonl"});
+  EXPECT_EQ(select_data_files({"my_eval.jsonl", "dev.jsonl", "train_part.jsonl"}, "", "", "validation", "o/d"),
+            Files{"dev.jsonl"});
   EXPECT_THROW(select_data_files(repo, "", "", "other", "o/d"), ConfigError);
 }
 
 TEST(HubDataFiles, FoldersShardsAndAllTrain) {
   // split folders win over file names
-  EXPECT_EQ(select_data_files({"train/b.jsonl", "train/a.jsonl", "test/x.jsonl", "train-extra.jsonl"}, "", "", "train", "o/d"),
+  EXPECT_EQ(select_data_files({"train/b.jsonl", "train/a.jsonl", "test/x.jsonl", "train-extra.jsonl"}, "", "", "train",
+                              "o/d"),
             (Files{"train/a.jsonl", "train/b.jsonl"}));
   // sharded data/{split}-NNNNN-of-NNNNN: split names come from the files
   const Files sharded = {"data/train-00001-of-00002.parquet", "data/train-00000-of-00002.parquet",
@@ -143,8 +150,9 @@ TEST(HubDataFiles, FoldersShardsAndAllTrain) {
             (Files{"data/train-00000-of-00002.parquet", "data/train-00001-of-00002.parquet"}));
   EXPECT_EQ(select_data_files(sharded, "", "", "extra", "o/d"), Files{"data/extra-00000-of-00001.parquet"});
   // no split names: everything is train, hidden files skipped, one format (most common)
-  EXPECT_EQ(select_data_files({"b.jsonl", "a.json", ".hidden/c.jsonl", "__x/d.jsonl", "only.csv"}, "", "", "train", "o/d"),
-            (Files{"a.json", "b.jsonl"}));
+  EXPECT_EQ(
+      select_data_files({"b.jsonl", "a.json", ".hidden/c.jsonl", "__x/d.jsonl", "only.csv"}, "", "", "train", "o/d"),
+      (Files{"a.json", "b.jsonl"}));
   EXPECT_THROW(select_data_files({"a.jsonl"}, "", "", "test", "o/d"), ConfigError);
 }
 
@@ -173,8 +181,8 @@ TEST(HubDataFiles, ReadmeConfigs) {
       "- config_name: plain\n"
       "  data_dir: plain\n"
       "---\n# card\n";
-  const Files repo = {"README.md", "main/train-1.csv", "main/train-0.csv", "main/test.csv", "extra/more_test.csv",
-                      "soc/tr.csv", "soc/test.csv", "plain/train.csv", "plain/test.csv"};
+  const Files repo = {"README.md",  "main/train-1.csv", "main/train-0.csv", "main/test.csv", "extra/more_test.csv",
+                      "soc/tr.csv", "soc/test.csv",     "plain/train.csv",  "plain/test.csv"};
   EXPECT_EQ(select_data_files(repo, readme, "", "train", "o/d"), (Files{"main/train-0.csv", "main/train-1.csv"}));
   // pattern order is kept (datasets concatenates each pattern's sorted matches)
   EXPECT_EQ(select_data_files(repo, readme, "main", "test", "o/d"), (Files{"main/test.csv", "extra/more_test.csv"}));
@@ -190,17 +198,22 @@ TEST(HubDataFiles, ReadmeConfigs) {
 }
 
 TEST(HubModelFiles, WhatTrinityReads) {
-  const Files single = {"config.json", "tokenizer.json", "model.safetensors", "pytorch_model.bin", "README.md",
-                        "tokenizer_config.json", "generation_config.json", "onnx/model.safetensors", "vocab.txt"};
+  const Files single = {"config.json", "tokenizer.json",        "model.safetensors",      "pytorch_model.bin",
+                        "README.md",   "tokenizer_config.json", "generation_config.json", "onnx/model.safetensors",
+                        "vocab.txt"};
   EXPECT_EQ(model_files(single, ""), (Files{"config.json", "generation_config.json", "tokenizer.json",
                                             "tokenizer_config.json", "model.safetensors"}));
-  const Files sharded = {"config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
-                         "model-00002-of-00002.safetensors", "consolidated.safetensors", "chat_template.jinja"};
+  const Files sharded = {"config.json",
+                         "model.safetensors.index.json",
+                         "model-00001-of-00002.safetensors",
+                         "model-00002-of-00002.safetensors",
+                         "consolidated.safetensors",
+                         "chat_template.jinja"};
   const std::string index =
       R"({"metadata": {}, "weight_map": {"a": "model-00002-of-00002.safetensors", "b": "model-00001-of-00002.safetensors"}})";
   EXPECT_EQ(model_files(sharded, index),
-            (Files{"config.json", "chat_template.jinja", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
-                   "model-00002-of-00002.safetensors"}));
+            (Files{"config.json", "chat_template.jinja", "model.safetensors.index.json",
+                   "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}));
   EXPECT_EQ(model_files(sharded, index, false), (Files{"config.json", "chat_template.jinja"}));
 }
 
@@ -214,9 +227,12 @@ class HubOfflineCache : public ::testing::Test {
                          {{"config.json", "{}"}, {"tokenizer.json", "{}"}, {"model.safetensors", "weights"}});
     test::write_hf_cache(dir_, "models--Org--NoWeights", "main", kCommit, {{"config.json", "{}"}});
     test::write_hf_cache(dir_, "datasets--Org--Math", "main", kCommit,
-                         {{"README.md", "---\nconfigs:\n- config_name: easy\n  data_files:\n  - split: train\n"
-                                        "    path: easy/*.jsonl\n---\n"},
-                          {"easy/b.jsonl", "{}\n"}, {"easy/a.jsonl", "{}\n"}, {"hard/a.jsonl", "{}\n"}});
+                         {{"README.md",
+                           "---\nconfigs:\n- config_name: easy\n  data_files:\n  - split: train\n"
+                           "    path: easy/*.jsonl\n---\n"},
+                          {"easy/b.jsonl", "{}\n"},
+                          {"easy/a.jsonl", "{}\n"},
+                          {"hard/a.jsonl", "{}\n"}});
   }
   void TearDown() override { fs::remove_all(dir_); }
   static constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
@@ -228,8 +244,9 @@ TEST_F(HubOfflineCache, ModelFromCache) {
   const std::string snap = dir_ + "/models--Org--Tiny/snapshots/" + kCommit;
   EXPECT_EQ(resolve_model_dir("Org/Tiny"), snap);
   EXPECT_EQ(resolve_model_dir(std::string("Org/Tiny@") + kCommit), snap);  // by commit
-  EXPECT_EQ(fs::file_size(snap + "/model.safetensors"), 7u);  // through the relative symlink
-  EXPECT_NE(describe_model("Org/Tiny").find("cached (snapshot " + snap), std::string::npos) << describe_model("Org/Tiny");
+  EXPECT_EQ(fs::file_size(snap + "/model.safetensors"), 7u);               // through the relative symlink
+  EXPECT_NE(describe_model("Org/Tiny").find("cached (snapshot " + snap), std::string::npos)
+      << describe_model("Org/Tiny");
 }
 
 TEST_F(HubOfflineCache, OfflineMissingIsOneClearError) {
@@ -257,7 +274,8 @@ TEST_F(HubOfflineCache, OfflineMissingIsOneClearError) {
 TEST_F(HubOfflineCache, DatasetFromCache) {
   reset_env({{"HF_HUB_CACHE", dir_}, {"HF_DATASETS_OFFLINE", "1"}, {"HF_ENDPOINT", "http://127.0.0.1:1"}});
   const std::string snap = dir_ + "/datasets--Org--Math/snapshots/" + kCommit;
-  EXPECT_EQ(resolve_dataset_files("Org/Math", "train", "easy"), (Files{snap + "/easy/a.jsonl", snap + "/easy/b.jsonl"}));
+  EXPECT_EQ(resolve_dataset_files("Org/Math", "train", "easy"),
+            (Files{snap + "/easy/a.jsonl", snap + "/easy/b.jsonl"}));
   try {
     resolve_dataset_files("Org/Math", "test", "easy");
     FAIL();
