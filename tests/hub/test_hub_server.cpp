@@ -5,7 +5,8 @@
 // not-found errors, a connection dropped mid-file (the download resumes with Range and is
 // byte-identical), a renamed repo's relative redirect, README `configs:` with subset and split in
 // load_dataset's file order (read through the buffer), the cache reused offline, and the model
-// loaded by id through the launcher's resolve_hub_models and `trinity config check`.
+// loaded by id through the launcher's resolve_hub_models, `trinity config check`, `trinity tokenize`
+// and `trinity debug logprobs` (offline error).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -325,6 +326,25 @@ TEST_F(HubServer, LauncherAndConfigCheckUseHubIds) {
       << out.err;
   EXPECT_EQ(requests().size(), before);  // no network
   EXPECT_FALSE(fs::exists(cache_ + "/datasets--Org--Math"));
+}
+
+TEST_F(HubServer, CliCommandsTakeHubIds) {
+  auto s = serve();
+  const std::string in = root_ + "/tok_in.jsonl", out = root_ + "/tok_out.jsonl";
+  std::ofstream(in) << "{\"text\": \"hi\"}\n";
+  const std::string env = "HF_ENDPOINT=" + s->endpoint() + " HF_HUB_CACHE=" + cache_;
+  auto r = test::run_trinity(root_, "tokenize --tokenizer Org/Tiny --input " + in + " --output " + out, 60, env);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json::parse(read(out))["ids"], json::array({104, 105}));  // the bytes tokenizer: 'h', 'i'
+  // tokenize fetches the tokenizer files only, not the weights
+  EXPECT_TRUE(fs::exists(cache_ + "/models--Org--Tiny/snapshots/" + kC1 + "/tokenizer.json"));
+  EXPECT_FALSE(fs::exists(cache_ + "/models--Org--Tiny/snapshots/" + kC1 + "/model.safetensors"));
+  // offline with the weights missing: one clear error line, exit 1
+  r = test::run_trinity(root_, "debug logprobs --model Org/Tiny --input " + in + " --output " + out, 60,
+                        "HF_HUB_OFFLINE=1 HF_ENDPOINT=http://127.0.0.1:1 HF_HUB_CACHE=" + cache_);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("missing from the cache: model.safetensors"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
 }
 
 }  // namespace
