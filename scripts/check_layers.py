@@ -24,10 +24,11 @@ for layer in layers:
 
 
 # Who may link whom (direct), from DESIGN.md: core <- tensor <- model <- {engine, trainer}; algorithm
-# and buffer only core; workflow sees the engine only through ModelClient; the explorer feeds the
-# buffer and never links the trainer (shared logic lives in pipeline).
+# only core; hub (Hugging Face Hub ids) only core; buffer core and hub; workflow sees the engine only
+# through ModelClient; the explorer feeds the buffer and never links the trainer (shared logic lives in pipeline).
 INTENDED = {
     "core": set(),
+    "hub": {"core"},
     "tensor": {"core"},
     "model": {"tensor"},
     "tokenizer": {"core"},
@@ -35,7 +36,7 @@ INTENDED = {
     "engine": {"model", "tokenizer"},
     "server": {"engine", "tokenizer"},
     "algorithm": {"core"},
-    "buffer": {"core"},
+    "buffer": {"core", "hub"},
     "pipeline": {"algorithm", "buffer"},
     "workflow": {"buffer", "tokenizer", "env"},
     "monitor": {"core"},

@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
+#include "hub/data_files.h"
+#include "hub/repo.h"
 
 namespace trinity::buffer {
 
@@ -80,9 +82,12 @@ bool has_value(const json& row, const std::string& key) {
 std::vector<std::string> resolve_data_files(const std::string& path, const std::string& split,
                                             const std::string& subset_name) {
   if (path.empty()) throw ConfigError("buffer", "taskset path is empty");
-  if (!fs::exists(path))
-    throw IoError("buffer", strcat("dataset path '", path, "' does not exist (hub dataset ids are not supported; ",
-                                   "download the files and give a local path)"));
+  if (!fs::exists(path)) {
+    // A Hugging Face Hub dataset id ("openai/gsm8k", "Org/Name@revision"): its files in the Hub cache.
+    if (hub::parse_repo_id(path, hub::RepoType::kDataset)) return hub::resolve_dataset_files(path, split, subset_name);
+    throw IoError("buffer", strcat("dataset path '", path, "' does not exist (and is not shaped like a Hub dataset ",
+                                   "id such as openai/gsm8k)"));
+  }
   if (!fs::is_directory(path)) {
     if (!is_data_file(path))
       throw UnsupportedError("buffer",

@@ -5,6 +5,9 @@
 // objects (type mapping in docs/buffer.md; where = "file: row N"). Rows are turned into Tasks with
 // Trinity's `format` keys. A row missing a required key is skipped, counted and reported with its
 // file:line (cfg.strict makes it a ValueError). CSV cells are strings (CSV has no types).
+// A path that does not exist locally but is shaped like a Hub dataset id ("openai/gsm8k",
+// "Org/Name@revision") is resolved as datasets.load_dataset does and its files come from the Hugging
+// Face Hub cache (hub/data_files.h).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +32,8 @@ struct LoadReport {
 
 enum class DatasetKind { kTask, kSft, kDpo };
 
-// Data files for (path, split, subset_name), sorted. Throws IoError / UnsupportedError.
+// Data files for (path, split, subset_name), sorted (a Hub id: in load_dataset's order). Throws
+// IoError / UnsupportedError / ConfigError.
 std::vector<std::string> resolve_data_files(const std::string& path, const std::string& split,
                                             const std::string& subset_name);
 // All rows of one file. Rows that are not JSON objects are problems (skipped or, if strict, errors).

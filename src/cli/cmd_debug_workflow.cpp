@@ -174,6 +174,7 @@ int cmd_debug_workflow(const Argv& argv) {
     std::printf("workflow_args: %s\n", task.workflow_args.c_str());
   std::fflush(stdout);
 
+  c = launcher::resolve_hub_models(c);  // Hub model ids -> local snapshot folders
   std::fprintf(stderr, "trinity: loading %s\n", c.model.model_path.c_str());
   auto weights = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
   const auto rm = launcher::make_rollout_model(c, weights, 0);

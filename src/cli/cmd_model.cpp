@@ -16,6 +16,7 @@
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "engine/engine.h"
+#include "hub/model.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
 #include "tensor/blas.h"
@@ -136,7 +137,7 @@ int cmd_debug_logprobs(const Argv& argv) {
   Args a("debug logprobs", argv, {"model", "input", "output", "temperature", "max-batch-tokens"});
   const double temp = a.f64("temperature", 1.0);
   if (!(temp > 0)) throw ConfigError("cli", strcat("debug logprobs: --temperature must be > 0, got ", temp));
-  model::Transformer m = model::Transformer::load(a.str("model"));
+  model::Transformer m = model::Transformer::load(hub::resolve_model_dir(a.str("model"), "--model"));
   const auto seqs = read_token_lines(a.str("input"), m.config().vocab_size);
   std::string out;
   std::vector<float> lp, ent;
@@ -160,7 +161,7 @@ int cmd_debug_logprobs(const Argv& argv) {
 
 int cmd_debug_grad(const Argv& argv) {
   Args a("debug grad", argv, {"model", "input", "output", "max-batch-tokens"});
-  model::Transformer m = model::Transformer::load(a.str("model"));
+  model::Transformer m = model::Transformer::load(hub::resolve_model_dir(a.str("model"), "--model"));
   const auto seqs = read_token_lines(a.str("input"), m.config().vocab_size);
   m.zero_grad();
   std::vector<float> lp, ent;

@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/signals.h"
 #include "engine/engine.h"
+#include "hub/model.h"
 #include "model/transformer.h"
 #include "server/server.h"
 #include "tokenizer/chat.h"
@@ -55,7 +56,8 @@ int cmd_serve(const Argv& argv) {
          {"model", "host", "port", "api-key", "kv-cache-mb", "max-model-len", "served-model-name", "max-request-mb",
           "http-threads", "allow-origin", "header-timeout-s", "body-timeout-s", "idle-timeout-s", "no-access-log!",
           "no-prefix-cache!"});
-  const std::string dir = a.str("model");
+  const std::string model_arg = a.str("model");
+  const std::string dir = hub::resolve_model_dir(model_arg, "--model");  // a Hub id -> its snapshot folder
   server::ServerOptions so;
   so.host = a.str("host", "127.0.0.1");
   const int64_t port = a.i64("port", 8000);
@@ -64,7 +66,7 @@ int cmd_serve(const Argv& argv) {
   so.api_key = a.str("api-key", "");
   if (so.api_key.empty())
     if (const char* k = std::getenv("TRINITY_API_KEY")) so.api_key = k;
-  so.model_name = a.str("served-model-name", dir);
+  so.model_name = a.str("served-model-name", model_arg);
   const int64_t body_mb = a.i64("max-request-mb", 8);
   if (body_mb < 1) throw ConfigError("cli", strcat("serve: --max-request-mb must be >= 1, got ", body_mb));
   so.max_body_bytes = static_cast<size_t>(body_mb) << 20;

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/json_limits.h"
+#include "hub/model.h"
 #include "tokenizer/chat.h"
 #include "tokenizer/tokenizer.h"
 
@@ -19,7 +20,8 @@ namespace trinity::cli {
 
 int cmd_tokenize(const Argv& argv) {
   const Args args("tokenize", argv, {"tokenizer", "input", "output", "template", "mask!"});
-  const std::string dir = args.str("tokenizer"), in_path = args.str("input"), out_path = args.str("output");
+  const std::string dir = hub::resolve_model_dir(args.str("tokenizer"), "--tokenizer", false),
+                    in_path = args.str("input"), out_path = args.str("output");
   const std::string template_name = args.str("template", "default");
   const bool with_mask = args.flag("mask");
   const tok::Tokenizer tokenizer = tok::Tokenizer::load(dir);

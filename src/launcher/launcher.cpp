@@ -24,6 +24,7 @@
 #include "engine/engine.h"
 #include "engine/sampling.h"
 #include "explorer/explorer.h"
+#include "hub/model.h"
 #include "launcher/train_loop.h"
 #include "model/checkpoint_dtype.h"
 #include "model/transformer.h"
@@ -524,8 +525,22 @@ void choose_threads(const config::Config& c) {
   }
 }
 
-StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop) {
+config::Config resolve_hub_models(const config::Config& cfg) {
   config::Config c = cfg;
+  const std::string model_id = c.model.model_path;
+  c.model.model_path = hub::resolve_model_dir(model_id, "model.model_path");
+  c.model.critic_model_path = c.model.critic_model_path == model_id
+                                  ? c.model.model_path
+                                  : hub::resolve_model_dir(c.model.critic_model_path, "model.critic_model_path");
+  for (size_t i = 0; i < c.explorer.auxiliary_models.size(); ++i) {
+    auto& a = c.explorer.auxiliary_models[i];
+    a.model_path = hub::resolve_model_dir(a.model_path, strcat("explorer.auxiliary_models[", i, "].model_path"));
+  }
+  return c;
+}
+
+StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop) {
+  config::Config c = resolve_hub_models(cfg);
   choose_threads(c);
   if (c.explorer.max_repeat_times_per_runner)
     log::warn("explorer.max_repeat_times_per_runner is not implemented: a task's repeats run in one runner "

@@ -41,6 +41,12 @@ std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomi
 // Runs one resolved stage config.
 StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop);
 
+// `cfg` with every Hugging Face Hub model id (model.model_path, model.critic_model_path,
+// explorer.auxiliary_models[].model_path; "Org/Name" or "Org/Name@revision") replaced by its local
+// snapshot folder, found in the Hub cache or downloaded (hub/model.h); local paths stay as they are.
+// Engine, trainer and checkpoint code only ever see local directories.
+config::Config resolve_hub_models(const config::Config& cfg);
+
 // The rollout model exactly as the explorer of `cfg` uses it: engine over `weights` at `version`,
 // the model dir's tokenizer + chat template (model.custom_chat_template), explorer.rollout_model
 // sampling defaults (used by `trinity debug workflow`).
