@@ -94,6 +94,9 @@ struct TasksetConfig {
   int64_t total_epochs = 1;
   std::optional<int64_t> total_steps;
   bool strict = false;  // trinity extension: a bad row is an error instead of skipped and counted
+  // Set by the explorer from the workflow (workflow::workflow_reads_prompt): false for workflows that
+  // read their own fields of the row (frozen_lake_workflow: seed / size / p), whose rows need no prompt.
+  bool prompt_required = true;
   bool operator==(const TasksetConfig&) const = default;
 };
 

@@ -251,6 +251,8 @@ std::vector<RawRow> read_rows(const std::string& file, bool strict, LoadReport& 
 std::vector<std::string> required_keys(DatasetKind kind, const FormatConfig& fmt) {
   switch (kind) {
     case DatasetKind::kTask: return {fmt.prompt_key};
+    case DatasetKind::kTaskAnyRow:
+      return {};
     case DatasetKind::kSft:
       if (fmt.prompt_type == "plaintext") return {fmt.prompt_key, fmt.response_key};
       return {fmt.messages_key};
@@ -303,7 +305,8 @@ Taskset Taskset::load(const TasksetConfig& cfg) {
   ts.cfg_ = cfg;
   const FormatConfig& fmt = cfg.format;
   std::vector<RawRow> rows =
-      load_rows(cfg.path, cfg.split, cfg.subset_name, fmt, DatasetKind::kTask, cfg.strict, ts.report_);
+      load_rows(cfg.path, cfg.split, cfg.subset_name, fmt,
+                cfg.prompt_required ? DatasetKind::kTask : DatasetKind::kTaskAnyRow, cfg.strict, ts.report_);
   const json wargs = detail::parse_json(cfg.workflow_args.empty() ? "{}" : cfg.workflow_args, "workflow_args");
   const json rargs = detail::parse_json(cfg.reward_fn_args.empty() ? "{}" : cfg.reward_fn_args, "reward_fn_args");
   std::vector<std::vector<double>> features;

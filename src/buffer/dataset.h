@@ -30,7 +30,8 @@ struct LoadReport {
   std::vector<std::string> problems;  // "file:line: reason", first 100 kept
 };
 
-enum class DatasetKind { kTask, kSft, kDpo };
+// kTaskAnyRow: tasks whose workflow reads its own fields (no prompt key required).
+enum class DatasetKind { kTask, kTaskAnyRow, kSft, kDpo };
 
 // Data files for (path, split, subset_name), sorted (a Hub id: in load_dataset's order). Throws
 // IoError / UnsupportedError / ConfigError.

@@ -4,11 +4,13 @@
 // newest with explorer.bench_on_latest_checkpoint) of its job dir, on the eval tasksets; prints the
 // eval metrics per checkpoint. The config is re-loaded with mode=bench (stages.<last>.mode=bench) because derived
 // values depend on the mode. For a later stage, the base model is the previous stage's final
-// checkpoint when stage_meta.json records it (as `trinity run` chains stages).
+// checkpoint when stage_meta.json records it (as `trinity run` chains stages). With model.external_model
+// the API's model is evaluated once instead (no local weights).
 #include <cstdio>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/name_check.h"
 #include "cli/stage_util.h"
 #include "config/config.h"
 #include "core/error.h"
@@ -31,6 +33,7 @@ int cmd_bench(const Argv& argv) {
   const size_t n_stages = config::load_config(path, sets).stages.size();
   sets.push_back(n_stages == 0 ? std::string("mode=bench") : strcat("stages.", n_stages - 1, ".mode=bench"));
   const config::LoadResult r = config::load_config(path, sets);
+  check_workflow_names(r);
   for (const auto& w : r.warnings) std::fprintf(stderr, "trinity: warning: %s\n", w.c_str());
   std::string note;
   const config::Config c = r.stages.empty() ? r.config : stage_with_chained_model(r, r.stages.size() - 1, &note);
@@ -41,7 +44,10 @@ int cmd_bench(const Argv& argv) {
   std::printf("bench of %s (%s): %zu evaluation%s in %.1f s\n", s.name.c_str(), s.job_dir.c_str(), s.evals.size(),
               s.evals.size() == 1 ? "" : "s", s.seconds);
   for (const auto& [version, metrics] : s.evals) {
-    std::printf("step %lld%s\n", static_cast<long long>(version), version == 0 ? " (base model)" : "");
+    const std::string what = !s.external_model.empty() ? " (external model " + s.external_model + ")"
+                             : version == 0            ? " (base model)"
+                                                       : "";
+    std::printf("step %lld%s\n", static_cast<long long>(version), what.c_str());
     for (const auto& [k, v] : metrics)
       if (shown(k)) std::printf("  %-56s %.4f\n", k.c_str(), v);
   }

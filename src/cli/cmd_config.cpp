@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/name_check.h"
 #include "config/config.h"
 #include "hub/data_files.h"
 #include "hub/model.h"
@@ -42,6 +43,7 @@ void print_hub_status(const config::Config& c, const std::string& stage) {
 int cmd_config_check(const Argv& argv) {
   const Args a("config check", argv, {"config", "set"});
   const config::LoadResult r = config::load_config(a.str("config"), a.all("set"));
+  check_workflow_names(r);
   std::fputs(config::to_yaml(r.config).c_str(), stdout);
   for (const auto& s : r.stages) {
     std::printf("---\n# stage %s\n", s.name.c_str());

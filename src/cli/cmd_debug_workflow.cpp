@@ -32,6 +32,7 @@
 #include "launcher/launcher.h"
 #include "model/transformer.h"
 #include "tokenizer/tokenizer.h"
+#include "workflow/workflow.h"
 
 namespace trinity::cli {
 
@@ -159,17 +160,18 @@ int cmd_debug_workflow(const Argv& argv) {
                                                task_names(r.stages.empty() ? r.config : r.stages.back()),
                                                "); use train, eval or a taskset name"));
   // A copy: `c` is reassigned below (Hub model ids resolved), which would leave a pointer into it dangling.
-  const buffer::TasksetConfig ts = *tsc;
+  buffer::TasksetConfig ts = *tsc;
+  ts.prompt_required = workflow::workflow_reads_prompt(ts.default_workflow_type);
   const auto taskset = buffer::Taskset::load(ts);
   if (index < 0 || static_cast<size_t>(index) >= taskset.size())
-    throw ConfigError("debug workflow", strcat("--task ", index, " is out of range: taskset '", ts.name, "' (",
-                                               ts.path, ") has ", taskset.size(), " tasks"));
+    throw ConfigError("debug workflow", strcat("--task ", index, " is out of range: taskset '", ts.name, "' (", ts.path,
+                                               ") has ", taskset.size(), " tasks"));
   buffer::Task task = taskset.at(static_cast<size_t>(index));
   task.is_eval = ts.is_eval;
 
   std::printf("task %lld of taskset '%s' (%s, %zu tasks): workflow %s, repeat_times %lld%s\n",
-              static_cast<long long>(index), ts.name.c_str(), ts.path.c_str(), taskset.size(),
-              task.workflow.c_str(), static_cast<long long>(task.repeat_times), task.is_eval ? ", eval" : "");
+              static_cast<long long>(index), ts.name.c_str(), ts.path.c_str(), taskset.size(), task.workflow.c_str(),
+              static_cast<long long>(task.repeat_times), task.is_eval ? ", eval" : "");
   std::printf("row: %s\n", task.raw.c_str());
   if (!task.reward_fn.empty()) std::printf("reward_fn: %s %s\n", task.reward_fn.c_str(), task.reward_fn_args.c_str());
   if (task.workflow_args != "{}" && !task.workflow_args.empty())
@@ -207,9 +209,9 @@ int cmd_debug_workflow(const Argv& argv) {
   job.seed = static_cast<uint64_t>(a.i64("seed", c.explorer.rollout_model.seed));
   const explorer::TaskResult res = pool.submit(job).get();
   if (!res.ok)
-    throw ValueError("debug workflow", strcat("workflow '", task.workflow, "' failed on task ", index, " of '",
-                                              ts.name, "' (", res.attempts, " attempt, ", format_seconds(res.seconds),
-                                              "): ", res.error));
+    throw ValueError("debug workflow",
+                     strcat("workflow '", task.workflow, "' failed on task ", index, " of '", ts.name, "' (",
+                            res.attempts, " attempt, ", format_seconds(res.seconds), "): ", res.error));
 
   const bool color = !a.flag("no-color") && console::use_color(STDOUT_FILENO);  // NO_COLOR, TERM=dumb: none
   const tok::Tokenizer& tok = rm->chat->tokenizer();

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/name_check.h"
 #include "config/config.h"
 #include "core/file.h"
 #include "core/signals.h"
@@ -59,6 +60,7 @@ void print_summary(const std::vector<launcher::StageSummary>& stages) {
 int cmd_run(const Argv& argv) {
   const Args a("run", argv, {"config", "set"});
   const config::LoadResult r = config::load_config(a.str("config"), a.all("set"));
+  check_workflow_names(r);
   for (const auto& w : r.warnings) std::fprintf(stderr, "trinity: warning: %s\n", w.c_str());
   StopSignals signals("stopping after the current step");
   const auto stages = launcher::run(r, signals.flag());

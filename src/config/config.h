@@ -58,6 +58,16 @@ struct ModelConfig {
   std::string custom_chat_template;  // chat_template_path's file content when that is set
   std::string chat_template_path;
   bool enable_prompt_truncation = true;
+  // Bench mode only: the rollout model is an OpenAI-compatible API instead of local weights. The base
+  // URL and key are read from the named environment variables when the run starts (a missing URL
+  // variable is a ConfigError then; a missing key variable sends "EMPTY").
+  struct ExternalModel {
+    bool enable = false;
+    std::string base_url_env = "OPENAI_BASE_URL";
+    std::string api_key_env = "OPENAI_API_KEY";
+    std::string model_name;  // "" = model_path
+    bool operator==(const ExternalModel&) const = default;
+  } external_model;
   bool operator==(const ModelConfig&) const = default;
 };
 

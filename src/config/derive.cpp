@@ -79,7 +79,20 @@ void check_temperature(Ctx& c, const Tree& root, const std::string& key, double 
 
 void derive_model(Ctx& c, const Tree& root, Parsed& p) {
   ModelConfig& m = p.cfg.model;
-  if (m.model_path.empty() && p.cfg.mode != "serve")
+  const ModelConfig::ExternalModel& em = m.external_model;
+  if (em.enable && p.cfg.mode != "bench")
+    bad(c, root, "model.external_model.enable",
+        strcat("an external model is bench-mode only (mode: bench or `trinity bench`), but mode is '", p.cfg.mode,
+               "'"));
+  if (em.enable && em.base_url_env.empty())
+    bad(c, root, "model.external_model.base_url_env",
+        "must name the environment variable that holds the API's base URL");
+  if (em.enable && em.api_key_env.empty())
+    bad(c, root, "model.external_model.api_key_env", "must name the environment variable that holds the API key");
+  if (m.model_path.empty() && em.enable && em.model_name.empty())
+    bad(c, root, "model.external_model.model_name",
+        "is required when model.model_path is empty (the model name sent to the external API)");
+  if (m.model_path.empty() && p.cfg.mode != "serve" && !em.enable)
     bad(c, root, "model.model_path", "is required (a Hugging Face model directory)");
   m.model_path = resolve_path(m.model_path, c.dir, true);
   m.critic_model_path = p.critic_model_path_set ? resolve_path(m.critic_model_path, c.dir, true) : m.model_path;

@@ -311,7 +311,12 @@ std::string to_yaml(const Config& c) {
   kv(e, "custom_chat_template", m.custom_chat_template);
   kv(e, "chat_template_path", m.chat_template_path);
   kv(e, "enable_prompt_truncation", m.enable_prompt_truncation);
-  e << EndMap;
+  e << Key << "external_model" << Value << BeginMap;
+  kv(e, "enable", m.external_model.enable);
+  kv(e, "base_url_env", m.external_model.base_url_env);
+  kv(e, "api_key_env", m.external_model.api_key_env);
+  kv(e, "model_name", m.external_model.model_name);
+  e << EndMap << EndMap;
   const BufferConfig& b = c.buffer;
   e << Key << "buffer" << Value << BeginMap;
   kv(e, "batch_size", b.batch_size);

@@ -132,8 +132,15 @@ void parse_model(Ctx& c, const Tree* t, Parsed& p) {
     c.fail(*l,
            "model.lora_configs: LoRA is not implemented in trinity yet, and training without it would silently "
            "fine-tune every weight instead; remove model.lora_configs for full fine-tuning");
-  s.warn_ignored({"trust_remote_code", "fully_sharded_loras", "max_cpu_loras", "rope_scaling", "rope_theta", "tinker",
-                  "external_model"});
+  if (const Tree* em = s.get("external_model")) {
+    Section es(c, em, "model.external_model");
+    es.boolean("enable", m.external_model.enable);
+    es.str("base_url_env", m.external_model.base_url_env);
+    es.str("api_key_env", m.external_model.api_key_env);
+    es.str("model_name", m.external_model.model_name);
+    es.finish();
+  }
+  s.warn_ignored({"trust_remote_code", "fully_sharded_loras", "max_cpu_loras", "rope_scaling", "rope_theta", "tinker"});
   s.finish();
 }
 

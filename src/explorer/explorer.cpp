@@ -59,17 +59,26 @@ Explorer::Explorer(ExplorerOptions opts, std::shared_ptr<const RolloutModel> mod
       sync_(sync),
       stop_(stop),
       rng_(opts_.seed) {
+  TRINITY_ASSERT(model_ || opts_.rollout_client, "Explorer without a rollout model or client factory");
   std::shared_ptr<const RolloutModel> m = model_;
   auto aux = aux_;
-  pool_ = std::make_unique<RunnerPool>(opts_.runner, [m, aux](const buffer::Task& task, uint64_t seed) {
-    auto c = std::make_shared<EngineClient>(m, &task, seed);
+  RolloutClientFactory make = opts_.rollout_client;
+  if (!make)
+    make = [m](const buffer::Task& task, uint64_t seed) {
+      auto c = std::make_shared<EngineClient>(m, &task, seed);
+      return RolloutClient{c, [c] { c->cancel(); }};
+    };
+  pool_ = std::make_unique<RunnerPool>(opts_.runner, [make, aux](const buffer::Task& task, uint64_t seed) {
+    RolloutClient c = make(task, seed);
     std::vector<std::shared_ptr<EngineClient>> ac;
     for (size_t i = 0; i < aux->size(); ++i)
       ac.push_back(std::make_shared<EngineClient>((*aux)[i], nullptr, seed + 7 * (i + 1)));
-    AttemptClient ret{c, [c, ac] {
-                        c->cancel();
+    AttemptClient ret{c.client,
+                      [cancel = c.cancel, ac] {
+                        cancel();
                         for (const auto& a : ac) a->cancel();
-                      }, {}};
+                      },
+                      {}};
     for (const auto& a : ac) ret.auxiliary.push_back(a);
     return ret;
   });
@@ -299,12 +308,13 @@ Metrics Explorer::evaluate(int64_t step, const std::string& prefix) {
   }
   all["time/" + prefix] = t.seconds();
   if (monitor_) monitor_->log(all, step);
-  last_eval_version_ = model_->engine->model_version();
+  last_eval_version_ = model_ ? model_->engine->model_version() : 0;
   summary_.evals.push_back({last_eval_version_, all});
   return all;
 }
 
 ExplorerSummary Explorer::run() {
+  TRINITY_ASSERT(model_ != nullptr, "Explorer::run needs a RolloutModel (a client factory alone only evaluates)");
   auto stopping = [&] { return stop_ && stop_->load(); };
   if (opts_.eval_on_startup && step_ == 0 && !evals_.empty()) evaluate(0);
   std::vector<Pending> pending;

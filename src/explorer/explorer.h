@@ -47,6 +47,13 @@ struct EvalSet {
   std::shared_ptr<const buffer::Taskset> taskset;
 };
 
+// The rollout model's client for one attempt and the function that cancels it.
+struct RolloutClient {
+  std::shared_ptr<workflow::ModelClient> client;
+  std::function<void()> cancel;
+};
+using RolloutClientFactory = std::function<RolloutClient(const buffer::Task& task, uint64_t seed)>;
+
 struct ExplorerOptions {
   RunnerOptions runner;
   int64_t eval_interval = 100;
@@ -62,6 +69,9 @@ struct ExplorerOptions {
   std::string job_dir;           // explorer_meta.json lives here ("" = no state saved)
   bool detailed_stats = false;
   bool progress = true;          // progress bar on stderr
+  // Makes each attempt's rollout client instead of an EngineClient over the RolloutModel (bench with
+  // model.external_model). The Explorer's model may then be null: only evaluate() is available.
+  RolloutClientFactory rollout_client;
 };
 
 struct ExplorerSummary {

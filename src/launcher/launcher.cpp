@@ -24,6 +24,7 @@
 #include "engine/engine.h"
 #include "engine/sampling.h"
 #include "explorer/explorer.h"
+#include "explorer/external_client.h"
 #include "hub/model.h"
 #include "launcher/train_loop.h"
 #include "model/checkpoint_dtype.h"
@@ -34,6 +35,7 @@
 #include "trainer/checkpoint_io.h"
 #include "trainer/sft_data.h"
 #include "trainer/trainer.h"
+#include "workflow/workflow.h"
 
 namespace trinity::launcher {
 
@@ -142,10 +144,16 @@ std::vector<std::shared_ptr<const explorer::RolloutModel>> auxiliary_models(cons
   return out;
 }
 
+// A taskset loaded for its workflow: rows need a prompt only when the workflow reads one.
+std::shared_ptr<const buffer::Taskset> load_taskset(buffer::TasksetConfig t) {
+  t.prompt_required = workflow::workflow_reads_prompt(t.default_workflow_type);
+  return std::make_shared<const buffer::Taskset>(buffer::Taskset::load(t));
+}
+
 std::unique_ptr<buffer::TasksetScheduler> train_tasks(const config::Config& c) {
   std::vector<std::shared_ptr<const buffer::Taskset>> ts;
   for (const auto& t : c.buffer.explorer_input.tasksets) {
-    auto loaded = std::make_shared<const buffer::Taskset>(buffer::Taskset::load(t));
+    auto loaded = load_taskset(t);
     log::info("taskset '", t.name, "': ", loaded->size(), " tasks from ", t.path,
               loaded->report().rows_skipped ? strcat(" (", loaded->report().rows_skipped, " bad rows skipped)") : "");
     ts.push_back(std::move(loaded));
@@ -156,8 +164,7 @@ std::unique_ptr<buffer::TasksetScheduler> train_tasks(const config::Config& c) {
 
 std::vector<explorer::EvalSet> eval_sets(const config::Config& c) {
   std::vector<explorer::EvalSet> out;
-  for (const auto& t : c.buffer.explorer_input.eval_tasksets)
-    out.push_back({t.name, std::make_shared<const buffer::Taskset>(buffer::Taskset::load(t))});
+  for (const auto& t : c.buffer.explorer_input.eval_tasksets) out.push_back({t.name, load_taskset(t)});
   return out;
 }
 
@@ -407,6 +414,10 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   if (trainer_thread.joinable()) trainer_thread.join();
   if (with_trainer && !with_explorer) train();
   if (trainer_exc) std::rethrow_exception(trainer_exc);
+  // A train process whose explorer finished without writing anything trained nothing: not a success.
+  if (with_trainer && !with_explorer && !tres.stopped && tres.steps == 0)
+    throw Error("trainer", strcat("no step trained: the explorer finished without writing any experience to ",
+                                  storage->describe(), " (its log says why); nothing was saved"));
   if (with_explorer && !with_trainer && !es.trainer_error.empty())
     throw Error("explorer", strcat("the trainer process ended abnormally (", es.trainer_error, ") after ", es.steps,
                                    " explore steps; start the trainer again, then this explorer, to resume"));
@@ -443,7 +454,7 @@ StageSummary run_train_dataset(const config::Config& c, const std::atomic<bool>*
   std::vector<int32_t> eos;
   auto chat = model_chat(c, &eos);
   auto data = dataset_experiences(c, c.buffer.trainer_input.experience_buffer, c.schema_type == "dpo", *chat, eos);
-  auto src = dataset_source(std::move(data), c.buffer.train_batch_size, c.buffer.total_epochs);
+  auto src = dataset_source(std::move(data), c.buffer.train_batch_size, c.buffer.total_epochs, c.buffer.total_steps);
   TrainerSide ts = make_trainer(c, planned_train_steps(c, 0, src->total_steps()));
   drop_superseded(tmon, ts.start_step + 1);
   if (!ts.source_state.empty()) src->load_state(ts.source_state);
@@ -455,19 +466,49 @@ StageSummary run_train_dataset(const config::Config& c, const std::atomic<bool>*
   return s;
 }
 
+// model.external_model: every attempt's rollout client is an ExternalClient of the API the
+// environment names (no local weights). Sets *name to the API's model name.
+explorer::RolloutClientFactory external_clients(const config::Config& c, std::string* name) {
+  const auto& em = c.model.external_model;
+  explorer::ExternalModelOptions o = explorer::ExternalModel::options_from_env(em.base_url_env, em.api_key_env);
+  o.model_name = em.model_name.empty() ? c.model.model_path : em.model_name;
+  // Sampling defaults as the local rollout model's (tasks' rollout_args come first).
+  const config::InferenceModelConfig& r = c.explorer.rollout_model;
+  o.defaults.temperature = r.temperature;
+  o.defaults.max_tokens = r.max_response_tokens > 0 ? r.max_response_tokens : c.model.max_response_tokens;
+  o.timeout_s = c.explorer.max_timeout;
+  o.max_model_len = c.model.max_model_len;
+  // model_path serves only as the name, or as a local folder whose tokenizer workflows may use.
+  const std::string tok_dir = fs::is_directory(c.model.model_path) ? c.model.model_path : "";
+  auto m = std::make_shared<const explorer::ExternalModel>(std::move(o), tok_dir);
+  *name = m->options().model_name;
+  log::info("bench: external model '", *name, "' at ", m->chat_url(), " (tokenizer: ", m->tokenizer_origin(), ")");
+  return [m](const buffer::Task& task, uint64_t) {
+    auto cl = std::make_shared<explorer::ExternalClient>(m, &task);
+    return explorer::RolloutClient{cl, [cl] { cl->cancel(); }};
+  };
+}
+
 StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   StageSummary s;
-  monitor::Monitor mon(c.job_dir(), "bench", c.monitor.monitor_type);
-  drop_superseded(mon, 0);  // bench evaluates everything again
-  auto base = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
-  auto rm = rollout_model(c, base, 0);
-  auto opts = explorer_options(c);
-  explorer::Explorer ex(opts, rm, nullptr, eval_sets(c), nullptr, nullptr, &mon, nullptr, stop);
-  ex.set_auxiliary_models(auxiliary_models(c));
   if (c.buffer.explorer_input.eval_tasksets.empty())
     throw ConfigError("config", "bench mode needs buffer.explorer_input.eval_tasksets");
+  monitor::Monitor mon(c.job_dir(), "bench", c.monitor.monitor_type);
+  drop_superseded(mon, 0);  // bench evaluates everything again
+  auto opts = explorer_options(c);
+  std::shared_ptr<const explorer::RolloutModel> rm;
+  const bool external = c.model.external_model.enable;
+  if (external) {
+    opts.rollout_client = external_clients(c, &s.external_model);
+  } else {
+    auto base = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
+    rm = rollout_model(c, base, 0);
+  }
+  explorer::Explorer ex(opts, rm, nullptr, eval_sets(c), nullptr, nullptr, &mon, nullptr, stop);
+  ex.set_auxiliary_models(auxiliary_models(c));
+  // An external model is evaluated once; the job dir's checkpoints are local weights it does not have.
   std::vector<std::pair<int64_t, std::string>> ckpts;
-  if (fs::exists(c.job_dir()))
+  if (!external && fs::exists(c.job_dir()))
     for (const auto& e : fs::directory_iterator(c.job_dir())) {
       const std::string n = e.path().filename().string();
       if (n.rfind("global_step_", 0) != 0 || n.find(".tmp") != std::string::npos) continue;
@@ -484,7 +525,11 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
     print_eval(label, s.evals.back().second);
     return true;
   };
-  if ((c.explorer.eval_on_startup || ckpts.empty()) && !bench(0, "bench base")) s.stopped = true;
+  if (external) {
+    if (!bench(0, strcat("bench ", s.external_model))) s.stopped = true;
+  } else if ((c.explorer.eval_on_startup || ckpts.empty()) && !bench(0, "bench base")) {
+    s.stopped = true;
+  }
   for (const auto& [step, dir] : ckpts) {
     if (s.stopped || (stop && stop->load())) break;
     rm->set_weights(std::make_shared<const model::Transformer>(model::Transformer::load(dir)), step);
@@ -517,6 +562,7 @@ std::shared_ptr<const explorer::RolloutModel> make_rollout_model(const config::C
 // thread per kernel. TRINITY_THREADS / OMP_NUM_THREADS override.
 void choose_threads(const config::Config& c) {
   if (std::getenv("TRINITY_THREADS") || std::getenv("OMP_NUM_THREADS")) return;
+  if (c.model.external_model.enable) return;  // model_path is an API model name, not weights
   const model::ModelConfig mc = model::load_config(c.model.model_path);
   if (mc.num_params() < 5'000'000) {
     set_num_threads(1);
@@ -527,11 +573,15 @@ void choose_threads(const config::Config& c) {
 
 config::Config resolve_hub_models(const config::Config& cfg) {
   config::Config c = cfg;
-  const std::string model_id = c.model.model_path;
-  c.model.model_path = hub::resolve_model_dir(model_id, "model.model_path");
-  c.model.critic_model_path = c.model.critic_model_path == model_id
-                                  ? c.model.model_path
-                                  : hub::resolve_model_dir(c.model.critic_model_path, "model.critic_model_path");
+  // With model.external_model, model_path names the API's model (or a local folder for its tokenizer):
+  // nothing to download, and bench does not train (no critic).
+  if (!c.model.external_model.enable) {
+    const std::string model_id = c.model.model_path;
+    c.model.model_path = hub::resolve_model_dir(model_id, "model.model_path");
+    c.model.critic_model_path = c.model.critic_model_path == model_id
+                                    ? c.model.model_path
+                                    : hub::resolve_model_dir(c.model.critic_model_path, "model.critic_model_path");
+  }
   for (size_t i = 0; i < c.explorer.auxiliary_models.size(); ++i) {
     auto& a = c.explorer.auxiliary_models[i];
     a.model_path = hub::resolve_model_dir(a.model_path, strcat("explorer.auxiliary_models[", i, "].model_path"));

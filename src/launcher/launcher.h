@@ -4,7 +4,8 @@
 //   both     explorer (main thread) + trainer (thread) in one process, memory sync
 //   explore  explorer only, weights from the trainer process through checkpoint sync
 //   train    trainer only: RL from a sqlite buffer filled by an explorer process, or SFT/DPO from files
-//   bench    evaluate the base model and every saved checkpoint on the eval tasksets
+//   bench    evaluate the base model and every saved checkpoint on the eval tasksets (with
+//            model.external_model: an OpenAI-compatible API, once, instead of local weights)
 // Ctrl-C sets the stop flag: the trainer finishes its step and saves a resumable checkpoint, the
 // explorer drops unfinished steps; `trinity run` again resumes (continue_from_checkpoint).
 #pragma once
@@ -33,6 +34,7 @@ struct StageSummary {
   double seconds = 0;
   std::vector<std::pair<int64_t, std::map<std::string, double>>> evals;  // (weights version, metrics)
   std::string last_checkpoint;  // HF dir of the final weights ("" if none)
+  std::string external_model;   // bench with model.external_model: the API's model name (evals[0])
   bool stopped = false;
 };
 
@@ -44,6 +46,7 @@ StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop)
 // `cfg` with every Hugging Face Hub model id (model.model_path, model.critic_model_path,
 // explorer.auxiliary_models[].model_path; "Org/Name" or "Org/Name@revision") replaced by its local
 // snapshot folder, found in the Hub cache or downloaded (hub/model.h); local paths stay as they are.
+// With model.external_model enabled, model_path is the API's model name and stays as it is.
 // Engine, trainer and checkpoint code only ever see local directories.
 config::Config resolve_hub_models(const config::Config& cfg);
 

@@ -106,13 +106,13 @@ class StorageSource : public BatchSource {
 
 class DatasetSource : public BatchSource {
  public:
-  DatasetSource(std::vector<buffer::Experience> data, int64_t bs, int64_t epochs)
-      : data_(std::move(data)), bs_(bs), epochs_(epochs) {
+  DatasetSource(std::vector<buffer::Experience> data, int64_t bs, int64_t epochs, std::optional<int64_t> steps)
+      : data_(std::move(data)), bs_(bs), epochs_(epochs), steps_(steps) {
     if (data_.empty()) throw ValueError("trainer", "the training dataset has no usable rows");
   }
   bool next(std::vector<buffer::Experience>& out, int64_t) override {
     const int64_t n = static_cast<int64_t>(data_.size());
-    if (pos_ + bs_ > n * epochs_) return false;
+    if (pos_ + bs_ > (steps_ ? bs_ * *steps_ : n * epochs_)) return false;
     out.clear();
     for (int64_t i = 0; i < bs_; ++i) out.push_back(data_[static_cast<size_t>((pos_ + i) % n)]);
     pos_ += bs_;
@@ -127,12 +127,14 @@ class DatasetSource : public BatchSource {
     }
   }
   std::optional<int64_t> total_steps() const override {
+    if (steps_) return *steps_;
     return static_cast<int64_t>(data_.size()) * epochs_ / bs_;
   }
 
  private:
   std::vector<buffer::Experience> data_;
   int64_t bs_, epochs_, pos_ = 0;
+  std::optional<int64_t> steps_;  // buffer.total_steps: batch_size x steps samples, wrapping around the data
 };
 
 class MixSource : public BatchSource {
@@ -184,8 +186,8 @@ std::unique_ptr<BatchSource> storage_source(buffer::ExperienceStorage* storage, 
 }
 
 std::unique_ptr<BatchSource> dataset_source(std::vector<buffer::Experience> data, int64_t batch_size,
-                                            int64_t total_epochs) {
-  return std::make_unique<DatasetSource>(std::move(data), batch_size, total_epochs);
+                                            int64_t total_epochs, std::optional<int64_t> total_steps) {
+  return std::make_unique<DatasetSource>(std::move(data), batch_size, total_epochs, total_steps);
 }
 
 TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const TrainLoopOptions& opt,

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,10 @@ class BatchSource {
 std::unique_ptr<BatchSource> storage_source(buffer::ExperienceStorage* storage, int64_t batch_size,
                                             double max_read_timeout, sync::Synchronizer* sync,
                                             std::optional<int64_t> max_staleness_from, const std::atomic<bool>* stop);
+// total_epochs passes over `data`, or (buffer.total_steps, as upstream's file reader) batch_size x
+// total_steps rows wrapping around it.
 std::unique_ptr<BatchSource> dataset_source(std::vector<buffer::Experience> data, int64_t batch_size,
-                                            int64_t total_epochs);
+                                            int64_t total_epochs, std::optional<int64_t> total_steps = std::nullopt);
 
 // Batches of usual rows then expert rows (sample_strategy mix); state {"usual": ..., "expert": ...}.
 std::unique_ptr<BatchSource> mix_source(std::unique_ptr<BatchSource> usual, std::unique_ptr<BatchSource> expert);

@@ -89,7 +89,9 @@ std::vector<int32_t> model_stop_ids(const std::string& dir, const Tokenizer& t, 
   return ids;
 }
 
-void write_byte_tokenizer(const std::string& dir) {
+namespace {
+
+json byte_tokenizer_json() {
   json vocab = json::object();
   for (int b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
   const json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
@@ -114,6 +116,17 @@ void write_byte_tokenizer(const std::string& dir) {
                {"ignore_merges", false},
                {"vocab", vocab},
                {"merges", json::array()}}}};
+  return tj;
+}
+
+}  // namespace
+
+Tokenizer byte_tokenizer() {
+  return Tokenizer::from_json(byte_tokenizer_json().dump(), "the built-in byte-level tokenizer");
+}
+
+void write_byte_tokenizer(const std::string& dir) {
+  const json tj = byte_tokenizer_json();
   const std::string tmpl =
       "{%- for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
       "'<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}";

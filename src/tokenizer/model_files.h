@@ -29,5 +29,7 @@ inline constexpr int32_t kByteVocab = 259;
 inline constexpr int32_t kByteEndOfText = 256, kByteImStart = 257, kByteImEnd = 258;
 // Writes DIR/tokenizer.json and DIR/tokenizer_config.json.
 void write_byte_tokenizer(const std::string& dir);
+// The same tokenizer in memory (no chat template), for clients without tokenizer files.
+Tokenizer byte_tokenizer();
 
 }  // namespace trinity::tok

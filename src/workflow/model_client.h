@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -42,6 +43,7 @@ struct Sample {
   std::string text;                // decoded response (stop string removed, special tokens skipped)
   std::string finish_reason;       // "stop" | "length" | "abort" | ...
   int64_t model_version = 0;
+  std::map<std::string, double> metrics;  // copied into the experience's metrics (external APIs: usage/*)
 };
 
 // An OpenAI-compatible endpoint of the rollout model for one run (command_workflow; Trinity's

@@ -144,6 +144,7 @@ buffer::Experience experience_from_sample(const Sample& s, const ModelClient& mo
   e.prompt_text = model.tokenizer().decode(s.prompt_ids);
   e.response_text = s.text;
   e.info = json{{"finish_reason", s.finish_reason}}.dump();
+  for (const auto& [k, v] : s.metrics) e.metrics[k] = v;
   return e;
 }
 

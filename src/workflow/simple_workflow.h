@@ -21,7 +21,7 @@ GenOptions gen_options_for(const buffer::Task& task, int64_t n, Rng* rng);
 
 // One experience from one sample: tokens/prompt_length/logprobs/action_mask(1)/model_version,
 // eid.run = run, truncate_status response_truncated when finish_reason == "length",
-// prompt_text (decoded prompt ids), response_text, info {"finish_reason"}.
+// prompt_text (decoded prompt ids), response_text, info {"finish_reason"}, metrics = the sample's.
 buffer::Experience experience_from_sample(const Sample& s, const ModelClient& model, int64_t run);
 
 // Reads a workflow_args object (JSON text); ConfigError for malformed JSON or keys not in `allowed`.

@@ -74,6 +74,10 @@ bool has_workflow(const std::string& name) {
   return registry().contains(name);
 }
 
+bool workflow_reads_prompt(const std::string& name) {
+  return name != "frozen_lake_workflow";
+}
+
 std::vector<std::string> workflow_names() {
   return registry().names();
 }

@@ -135,6 +135,23 @@ TEST(BufferDataset, BadRowsSkippedCountedAndReported) {
   EXPECT_THROW(Taskset::load(ts_cfg(d + "/broken.json")), trinity::ValueError);
 }
 
+// Rows of a workflow that reads its own fields (frozen lake: seed / size / p, no prompt) are kept
+// when the explorer says the workflow needs no prompt; otherwise they are skipped as before.
+TEST(BufferDataset, PromptNotRequiredKeepsRowsWithoutIt) {
+  const std::string d = temp_dir("noprompt");
+  write_file(d + "/lake.jsonl", "{\"seed\": 1, \"size\": 3, \"p\": 0.8}\n{\"seed\": 2, \"size\": 4, \"p\": 0.8}\n");
+  TasksetConfig c;
+  c.name = "lake";
+  c.path = d + "/lake.jsonl";
+  EXPECT_THROW(Taskset::load(c), trinity::ValueError);  // default: a task needs its prompt key
+  c.prompt_required = false;
+  const Taskset t = Taskset::load(c);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.report().rows_skipped, 0);
+  EXPECT_EQ(t.at(1).task_desc, "");
+  EXPECT_NE(t.at(1).raw.find("seed"), std::string::npos) << t.at(1).raw;
+}
+
 TEST(BufferDataset, DirectoriesSplitsSubsetsParquet) {
   const std::string d = temp_dir("dirs");
   write_file(d + "/plain/part1.jsonl", jsonl(2));

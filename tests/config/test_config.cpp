@@ -235,3 +235,37 @@ TEST(ConfigYaml, ToYamlPrintsResolvedValues) {
               "checkpoint_job_dir: \"/tmp/ckpt/Trinity-RFT/rft\"", "name: \"gsm8k\"", "max_tokens: 1024", "lr: 1e-05"});
   expect_has(load_error("{}"), {"cfg.yaml", "model.model_path: is required"});
 }
+
+// model.external_model (bench mode only): defaults, values, unknown keys, the mode check, model_name
+// standing in for an empty model_path.
+TEST(ConfigModel, ExternalModel) {
+  const std::string bench =
+      "mode: bench\nmodel:\n  model_path: MODEL\n  max_model_len: 64\n  EXT\n"
+      "buffer:\n  explorer_input:\n    eval_tasksets: [{name: e, path: /data/e}]\n"
+      "    default_workflow_type: math_workflow\n";
+  auto yaml = [&](const std::string& model_path, const std::string& ext) {
+    std::string y = bench;
+    y.replace(y.find("MODEL"), 5, model_path);
+    y.replace(y.find("EXT"), 3, ext);
+    return y;
+  };
+  const LoadResult d = load(base_yaml());
+  EXPECT_FALSE(d.config.model.external_model.enable);
+  EXPECT_EQ(d.config.model.external_model.base_url_env, "OPENAI_BASE_URL");
+  EXPECT_EQ(d.config.model.external_model.api_key_env, "OPENAI_API_KEY");
+  EXPECT_EQ(d.config.model.external_model.model_name, "");
+  const LoadResult r =
+      load(yaml("gpt-4o", "external_model: {enable: true, base_url_env: U, api_key_env: K, model_name: m}"));
+  EXPECT_TRUE(r.config.model.external_model.enable);
+  EXPECT_EQ(r.config.model.external_model.base_url_env, "U");
+  EXPECT_EQ(r.config.model.external_model.api_key_env, "K");
+  EXPECT_EQ(r.config.model.external_model.model_name, "m");
+  EXPECT_FALSE(has_warning(r, "external_model"));
+  EXPECT_EQ(load(yaml("\"\"", "external_model: {enable: true, model_name: m}")).config.model.model_path, "");
+  expect_has(load_error(yaml("\"\"", "external_model: {enable: true}")),
+             {"model.external_model.model_name: is required when model.model_path is empty"});
+  expect_has(load_error(yaml("m", "external_model: {enable: true, base_url: http://x}")),
+             {"unknown key 'model.external_model.base_url'", "base_url_env"});
+  expect_has(load_error(base_yaml(), {"model.external_model.enable=true"}),
+             {"[config]", "model.external_model.enable: an external model is bench-mode only", "'both'"});
+}

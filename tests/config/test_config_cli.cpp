@@ -77,3 +77,31 @@ TEST(ConfigCli, BadConfigExitsOneWithLocation) {
   const CliRun missing = run("--config /nonexistent/trinity.yaml");
   EXPECT_EQ(missing.rc, 1);
 }
+
+// A workflow name no built-in has fails the check (not a run in which every task fails), naming the
+// taskset and the closest name; a Python class (upstream's `examples.x.Workflow`) says how to bring it.
+TEST(ConfigCli, UnknownWorkflowNamesAreErrors) {
+  std::string typo = kGood;
+  typo.replace(typo.find("math_workflow"), 13, "math_workflw");
+  const CliRun r = run("--config " + write_cfg("typo.yaml", typo));
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("[config] taskset 'taskset_0': workflow 'math_workflw' is not a trinity workflow (did you mean "
+                       "'math_workflow'?)"),
+            std::string::npos)
+      << r.err;
+
+  std::string py = kGood;
+  py.replace(py.find("math_workflow"), 13, "examples.bots.workflow.BOTSMathBoxedWorkflow");
+  const CliRun p = run("--config " + write_cfg("py.yaml", py));
+  EXPECT_EQ(p.rc, 1);
+  EXPECT_NE(p.err.find("is a Python class"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("command_workflow"), std::string::npos) << p.err;
+
+  // Eval tasksets and stages are checked too.
+  const std::string eval =
+      std::string(kGood) +
+      "    eval_tasksets:\n      - {name: ev, path: /e.jsonl, default_workflow_type: nope_workflow}\n";
+  const CliRun e = run("--config " + write_cfg("eval.yaml", eval));
+  EXPECT_EQ(e.rc, 1);
+  EXPECT_NE(e.err.find("eval taskset 'ev': workflow 'nope_workflow'"), std::string::npos) << e.err;
+}

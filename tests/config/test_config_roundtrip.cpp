@@ -99,5 +99,16 @@ TEST(ConfigRoundTrip, NonDefaultValuesInEverySection) {
   EXPECT_NE(r.config.buffer.explorer_input.tasksets.at(0).workflow_args.find("max_turns"), std::string::npos);
 }
 
+TEST(ConfigRoundTrip, BenchWithExternalModel) {
+  const LoadResult r = testing::load(
+      "mode: bench\ncheckpoint_root_dir: /tmp/ckpt\n"
+      "model: {model_path: gpt-4o, max_model_len: 64, external_model: {enable: true, base_url_env: U, api_key_env: K, "
+      "model_name: m}}\n"
+      "buffer:\n  explorer_input:\n    eval_tasksets: [{name: e, path: /data/e}]\n"
+      "    default_workflow_type: math_workflow\n");
+  expect_round_trip(r.config, "bench with external_model");
+  EXPECT_TRUE(r.config.model.external_model.enable);
+}
+
 }  // namespace
 }  // namespace trinity::config

@@ -120,6 +120,10 @@ TEST(LauncherModes, BothMixChordTrainsOnExpertRows) {
 // SFT from a file: `rows` rows, train_batch_size 4, 1 epoch -> rows / 4 steps, each with actor/sft_loss.
 void run_sft(const std::string& name, const std::string& data, const std::string& format, int64_t expect_steps) {
   std::string y = base_yaml(root(), name);
+  // One epoch over the file: without buffer.total_steps (which, as upstream's reader, would read
+  // train_batch_size x total_steps rows instead; tests/compat covers that).
+  const std::string steps_line = "  total_steps: 4\n";
+  y.erase(y.find(steps_line), steps_line.size());
   y += "mode: train\n";
   const RunOut r = trinity({"run", "--config", write_config(root(), name, y), "--set", "algorithm.algorithm_type=sft",
                             "--set", "buffer.train_batch_size=4", "--set", "buffer.total_epochs=1", "--set",

@@ -1,0 +1,41 @@
+// Workflow names of every taskset checked against the workflow registry (name_check.h).
+#include "cli/name_check.h"
+
+#include "core/error.h"
+#include "core/names.h"
+#include "workflow/workflow.h"
+
+namespace trinity::cli {
+
+namespace {
+
+void check_taskset(const buffer::TasksetConfig& t, const std::string& where) {
+  const std::string& w = t.default_workflow_type;
+  if (w.empty() || workflow::has_workflow(w)) return;  // empty: rows name it (format.workflow_key)
+  const std::string at = strcat(where, "taskset '", t.name, "': workflow '", w, "'");
+  if (w.find('.') != std::string::npos)
+    throw ConfigError("config", strcat(at, " is a Python class; trinity runs no Python in-process: bring the agent ",
+                                       "as a command_workflow (any language, through the OpenAI API; docs/agents.md) ",
+                                       "or use a built-in workflow (docs/workflows.md)"));
+  const std::vector<std::string> names = workflow::workflow_names();
+  throw ConfigError("config", strcat(at, " is not a trinity workflow", did_you_mean_suffix(w, names),
+                                     "; see docs/workflows.md and docs/compatibility.md"));
+}
+
+void check_config(const config::Config& c, const std::string& stage) {
+  const std::string where = stage.empty() ? "" : "stage " + stage + ": ";
+  for (const auto& t : c.buffer.explorer_input.tasksets) check_taskset(t, where);
+  for (const auto& t : c.buffer.explorer_input.eval_tasksets) check_taskset(t, where + "eval ");
+}
+
+}  // namespace
+
+void check_workflow_names(const config::LoadResult& r) {
+  if (r.stages.empty()) {
+    check_config(r.config, "");
+    return;
+  }
+  for (const auto& s : r.stages) check_config(s, s.name);
+}
+
+}  // namespace trinity::cli
