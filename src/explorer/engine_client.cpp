@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/timer.h"
 #include "engine/recorded_call.h"
 #include "explorer/agent_server.h"
@@ -153,9 +154,27 @@ std::vector<workflow::Sample> EngineClient::generate_ids(const std::vector<int32
   return out;
 }
 
+std::vector<workflow::Sample> EngineClient::overlong_prompt(const std::vector<int32_t>& prompt_ids,
+                                                            const workflow::GenOptions& opt) {
+  const int64_t keep = m_.defaults.max_prompt_tokens;
+  if (!m_.defaults.prompt_truncation || keep <= 0 || static_cast<int64_t>(prompt_ids.size()) <= keep) return {};
+  log::warn("explorer: a prompt of ", prompt_ids.size(), " tokens is longer than max_prompt_tokens ", keep, ": its ",
+            opt.n, " experience(s) are masked out (model.enable_prompt_truncation)");
+  workflow::Sample s;
+  s.prompt_ids.assign(prompt_ids.begin(), prompt_ids.begin() + keep);
+  s.ids = {prompt_ids[static_cast<size_t>(keep)]};
+  s.logprobs = {0.0f};
+  s.text = "[This experience is masked out due to overlong prompt]";
+  s.finish_reason = "prompt_truncated";
+  s.model_version = m_.engine->model_version();
+  return std::vector<workflow::Sample>(static_cast<size_t>(std::max<int64_t>(1, opt.n)), s);
+}
+
 std::vector<workflow::Sample> EngineClient::generate(const std::string& prompt, const workflow::GenOptions& opt) {
   check();
-  return generate_ids(m_.chat->tokenizer().encode(prompt), opt);
+  std::vector<int32_t> ids = m_.chat->tokenizer().encode(prompt);
+  if (auto dummies = overlong_prompt(ids, opt); !dummies.empty()) return dummies;
+  return generate_ids(ids, opt);
 }
 
 tok::ChatOptions EngineClient::chat_options(bool add_generation_prompt, const std::string& tools_json,
@@ -185,7 +204,9 @@ std::string EngineClient::render_chat_template(const std::string& messages_json,
 std::vector<workflow::Sample> EngineClient::chat(const std::string& messages_json, const workflow::GenOptions& opt,
                                                  const std::string& tools_json) {
   check();
-  return generate_ids(apply_chat_template(messages_json, true, tools_json, opt.enable_thinking), opt);
+  std::vector<int32_t> ids = apply_chat_template(messages_json, true, tools_json, opt.enable_thinking);
+  if (auto dummies = overlong_prompt(ids, opt); !dummies.empty()) return dummies;
+  return generate_ids(ids, opt);
 }
 
 std::vector<float> EngineClient::logprobs(const std::vector<int32_t>& tokens, double temperature) {

@@ -27,6 +27,10 @@ struct RolloutDefaults {
   int64_t max_tokens = 128;  // model.max_response_tokens
   int64_t min_tokens = 0;
   std::optional<bool> enable_thinking;
+  // model.enable_prompt_truncation with max_prompt_tokens > 0: a chat / generate prompt longer than
+  // max_prompt_tokens is not generated from; its n samples are Trinity's masked dummies (below).
+  bool prompt_truncation = false;
+  int64_t max_prompt_tokens = 0;
 };
 
 // What the runners share: the engine and the model's tokenizer files.
@@ -91,6 +95,12 @@ class EngineClient : public workflow::ModelClient {
   tok::ChatOptions chat_options(bool add_generation_prompt, const std::string& tools_json,
                                 std::optional<bool> enable_thinking) const;
   void check() const;
+  // Trinity's overlong-prompt dummies: n samples with the first max_prompt_tokens ids as prompt, the
+  // next one as the only "response" id (logprob 0), text "[This experience is masked out due to
+  // overlong prompt]" and finish_reason "prompt_truncated" (experience_from_sample masks them out).
+  // Empty when the prompt fits or truncation is off.
+  std::vector<workflow::Sample> overlong_prompt(const std::vector<int32_t>& prompt_ids,
+                                                const workflow::GenOptions& opt);
 
   std::shared_ptr<const RolloutModel> keep_;
   const RolloutModel& m_;

@@ -111,6 +111,8 @@ std::shared_ptr<explorer::RolloutModel> inference_model(const config::InferenceM
   rm->defaults.max_tokens = r.max_response_tokens;
   rm->defaults.min_tokens = r.min_response_tokens;
   rm->defaults.enable_thinking = r.enable_thinking;
+  rm->defaults.prompt_truncation = r.enable_prompt_truncation;
+  rm->defaults.max_prompt_tokens = r.max_prompt_tokens;
   engine::EngineOptions eo;
   eo.kv_cache_bytes = r.kv_cache_bytes;
   eo.prefix_cache = r.enable_prefix_caching;

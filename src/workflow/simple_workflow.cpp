@@ -141,6 +141,10 @@ buffer::Experience experience_from_sample(const Sample& s, const ModelClient& mo
   e.action_mask.assign(s.ids.size(), 1);
   e.model_version = s.model_version;
   if (s.finish_reason == "length") e.truncate_status = buffer::TruncateStatus::kResponseTruncated;
+  if (s.finish_reason == "prompt_truncated") {  // an overlong prompt's dummy: nothing to learn from
+    e.truncate_status = buffer::TruncateStatus::kPromptTruncated;
+    e.action_mask.assign(s.ids.size(), 0);
+  }
   e.prompt_text = model.tokenizer().decode(s.prompt_ids);
   e.response_text = s.text;
   e.info = json{{"finish_reason", s.finish_reason}}.dump();

@@ -88,6 +88,21 @@ TEST(Compat, Gsm8kHubLayoutParquetGrpo) {
   EXPECT_TRUE(fs::exists(root() + "/gsm8k/gsm8k.db")) << "the sqlite queue lives beside the config";
 }
 
+// enable_prompt_truncation (on by default, as upstream): prompts longer than max_prompt_tokens give
+// masked dummy experiences -- the run goes on and trains on the rest instead of failing every task.
+TEST(Compat, OverlongPromptsBecomeMaskedDummies) {
+  const std::string cfg = prepare("gsm8k", {{"TRINITY_TASKSET_PATH", "gsm8k"}});
+  const RunOut r =
+      trinity({"run", "--config", cfg, "--set", "name=compat-overlong", "--set", "model.max_model_len=160"},
+              root() + "/gsm8k/overlong.log", 300);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("are masked out (model.enable_prompt_truncation)"), std::string::npos) << r.out;
+  const auto m = read_metrics(job("Trinity-RFT-gsm8k", "compat-overlong"));
+  EXPECT_EQ(metric_steps(m, "trainer", "actor/pg_loss"), kTwoSteps) << r.out;
+  for (double v : metric_values(m, "trainer", "actor/pg_loss")) EXPECT_EQ(v, 0.0) << "masked dummies carry no loss";
+  EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed_task_count"), 0.0) << r.out;
+}
+
 TEST(Compat, DapoMathBoxedWithOverlongPenalty) {
   const std::string cfg = prepare("math", {{"TRINITY_TASKSET_PATH", "dapo"}});
   check("math", cfg);
@@ -138,11 +153,14 @@ TEST(Compat, AsyncExplorerAndTrainerShareASqliteQueue) {
   EXPECT_EQ(metric_steps(m, "trainer", "actor/pg_loss"), kTwoSteps) << slurp(dir + "/trainer.log");
   EXPECT_EQ(metric_sum(m, "explorer", "rollout/finished_task_count"), 4.0) << slurp(dir + "/explorer.log");
 
-  // An explorer whose every task fails (prompts longer than max_model_len) writes nothing: both
+  // An explorer whose every task fails (prompts longer than max_model_len, truncation off) writes nothing: both
   // processes exit non-zero and say why, instead of a trainer that "finished" with 0 steps.
   const std::vector<std::string> fail = {"--set", "name=compat-async-fail"};
   std::vector<std::string> targs = {trinity_bin(), "run", "--config", tcfg};
-  std::vector<std::string> eargs = {trinity_bin(), "run", "--config", ecfg, "--set", "model.max_model_len=160"};
+  std::vector<std::string> eargs = {trinity_bin(), "run",
+                                    "--config",    ecfg,
+                                    "--set",       "model.max_model_len=160",
+                                    "--set",       "model.enable_prompt_truncation=false"};
   targs.insert(targs.end(), fail.begin(), fail.end());
   eargs.insert(eargs.end(), fail.begin(), fail.end());
   const Proc tp2 = spawn(targs, dir + "/trainer_fail.log");

@@ -12,11 +12,13 @@
 #include "explorer/engine_client.h"
 #include "model/transformer.h"
 #include "workflow/fake_client.h"
+#include "workflow/simple_workflow.h"
 
 namespace trinity::explorer {
 namespace {
 
-std::shared_ptr<const RolloutModel> tiny_rollout_model(uint64_t seed, bool record_history = false) {
+std::shared_ptr<const RolloutModel> tiny_rollout_model(uint64_t seed, bool record_history = false,
+                                                       int64_t max_prompt_tokens = 0) {
   auto cfg = test::tiny_config({.vocab = 259, .eos = {256, 258}});
   auto m = std::make_shared<model::Transformer>(cfg);
   m->init_random(seed, 0.5f);
@@ -26,6 +28,8 @@ std::shared_ptr<const RolloutModel> tiny_rollout_model(uint64_t seed, bool recor
   rm->chat = std::make_shared<const tok::ChatFormatter>(testing::byte_tokenizer(), tc);
   rm->defaults.max_tokens = 12;
   rm->record_history = record_history;
+  rm->defaults.prompt_truncation = max_prompt_tokens > 0;
+  rm->defaults.max_prompt_tokens = max_prompt_tokens;
   std::shared_ptr<const model::Transformer> w = m;
   rm->init_weights(w);
   engine::EngineOptions eo;
@@ -74,6 +78,37 @@ TEST(EngineClient, ChatUsesTheTemplateAndCancelStopsEverything) {
   EXPECT_TRUE(c.cancelled());
   EXPECT_THROW(c.chat(msgs, {}), workflow::CancelledError);
   EXPECT_THROW(c.logprobs({1, 2}, 1.0), workflow::CancelledError);
+}
+
+// model.enable_prompt_truncation: a prompt longer than max_prompt_tokens is not generated from; its
+// n samples are Trinity's dummies (first max_prompt_tokens ids + the next one, logprob 0), which
+// experience_from_sample masks out. A prompt that fits is generated from as usual.
+TEST(EngineClient, OverlongPromptGivesMaskedDummies) {
+  auto rm = tiny_rollout_model(5, false, 8);
+  EngineClient c(rm, nullptr, 1);
+  workflow::GenOptions o;
+  o.n = 3;
+  const std::string msgs = R"([{"role": "user", "content": "a prompt far longer than eight tokens"}])";
+  const std::vector<int32_t> full = c.apply_chat_template(msgs, true);
+  ASSERT_GT(full.size(), 9u);
+  const auto s = c.chat(msgs, o);
+  ASSERT_EQ(s.size(), 3u);
+  for (const auto& x : s) {
+    EXPECT_EQ(x.finish_reason, "prompt_truncated");
+    EXPECT_EQ(x.prompt_ids, std::vector<int32_t>(full.begin(), full.begin() + 8));
+    EXPECT_EQ(x.ids, std::vector<int32_t>{full[8]});
+    EXPECT_EQ(x.logprobs, std::vector<float>{0.0f});
+    EXPECT_EQ(x.text, "[This experience is masked out due to overlong prompt]");
+  }
+  const buffer::Experience e = workflow::experience_from_sample(s[0], c, 0);
+  EXPECT_EQ(e.truncate_status, buffer::TruncateStatus::kPromptTruncated);
+  EXPECT_EQ(e.prompt_length, 8);
+  EXPECT_EQ(e.action_mask, std::vector<uint8_t>{0});
+  EXPECT_EQ(c.generate(std::string(20, 'x'), o)[0].finish_reason, "prompt_truncated");
+  const auto fits = c.generate("1+1=", o);
+  ASSERT_EQ(fits.size(), 3u);
+  EXPECT_NE(fits[0].finish_reason, "prompt_truncated");
+  EXPECT_EQ(fits[0].prompt_ids, rm->chat->tokenizer().encode("1+1="));
 }
 
 // explorer.rollout_model.enable_history: the client records every sample with its exact ids.
