@@ -81,6 +81,8 @@ std::unique_ptr<workflow::OpenAIEndpoint> EngineClient::open_openai_endpoint() {
   check();
   auto d = std::make_shared<engine::SamplingParams>(params(workflow::GenOptions{}));
   d->stop_token_ids.clear();  // the server adds the tokenizer's stop ids itself
+  // The run's agent calls sample reproducibly: requests without a seed count up from this one.
+  if (seed_) d->seed = *seed_ + 7919 * calls_.fetch_add(1);
   auto ep = m_.agent_server()->open(std::move(d));
   std::lock_guard<std::mutex> l(mu_);
   endpoint_keys_.push_back(ep->api_key);

@@ -146,6 +146,7 @@ void Server::Impl::handle_chat(const http::Request& req, http::Response& res) {
   const double t0 = wall_seconds();
   const Scope scope = scope_of(req);
   auto r = std::make_shared<ChatRequest>(parse_chat_request(req.body, scope.defaults()));
+  scope.seed(r->sampling);
   check_model(r->model);
   auto cp = std::make_shared<ChatPrompt>(chat_prompt(*r, scope));
   auto prompt = std::shared_ptr<std::vector<int32_t>>(cp, &cp->ids);
@@ -254,6 +255,7 @@ void Server::Impl::handle_completions(const http::Request& req, http::Response& 
   const double t0 = wall_seconds();
   const Scope scope = scope_of(req);
   auto r = std::make_shared<CompletionRequest>(parse_completion_request(req.body, scope.defaults()));
+  scope.seed(r->sampling);
   check_model(r->model);
   auto prompts = std::make_shared<std::vector<std::vector<int32_t>>>();
   for (const auto& t : r->text_prompts) {

@@ -6,6 +6,7 @@
 // size limits, keep-alive, chunked streams) is server/http_server.h.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -31,6 +32,10 @@ struct Recording {
   // Called with each call after it is added to `history` (serve mode persists it); may throw, which
   // fails the request with 500.
   std::function<void(const tok::RecordedCall&)> on_record;
+  // With defaults->seed set, a request without a seed gets defaults->seed + 7919 * (the number of such
+  // requests before it on this key): a run's calls sample reproducibly (explorer.rollout_model.seed),
+  // as the in-process EngineClient's do.
+  std::shared_ptr<std::atomic<uint64_t>> seeded_calls = std::make_shared<std::atomic<uint64_t>>(0);
 };
 
 // A route added by the embedding program (serve mode's /feedback, /commit, /metrics). Routes are

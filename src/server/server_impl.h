@@ -245,6 +245,12 @@ struct Server::Impl {
     std::optional<Recording> rec;
     std::string key;
     const engine::SamplingParams* defaults() const { return rec ? rec->defaults.get() : nullptr; }
+    // The seed of a request that has none (Recording::seeded_calls); unchanged without a default seed.
+    void seed(engine::SamplingParams& p) const {
+      const engine::SamplingParams* d = defaults();
+      if (p.seed || !d || !d->seed) return;
+      p.seed = *d->seed + 7919 * rec->seeded_calls->fetch_add(1);
+    }
   };
   Scope scope_of(const http::Request& req) const {
     Scope s;

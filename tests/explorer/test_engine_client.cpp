@@ -164,5 +164,35 @@ TEST(EngineClient, OpenAIEndpointsArePerRunAndRevoked) {
   EXPECT_THROW(c.open_openai_endpoint(), workflow::CancelledError);
 }
 
+// An agent's calls without a seed sample from the run's seed (explorer.rollout_model.seed): a run
+// repeated with the same seed gets the same completions call by call; calls within a run differ.
+TEST(EngineClient, OpenAIEndpointCallsAreSeededPerRun) {
+  auto rm = tiny_rollout_model(7);
+  auto run_calls = [&](uint64_t seed) {
+    EngineClient c(rm, nullptr, seed);
+    auto ep = c.open_openai_endpoint();
+    const int port = std::stoi(ep->base_url.substr(17));
+    std::vector<std::vector<int32_t>> out;
+    for (int i = 0; i < 3; ++i) {
+      httplib::Client cli("127.0.0.1", port);
+      cli.set_read_timeout(60, 0);
+      const nlohmann::json body = {{"model", "m"},
+                                   {"temperature", 1.0},
+                                   {"max_tokens", 12},
+                                   {"messages", nlohmann::json::array({{{"role", "user"}, {"content", "hi"}}})}};
+      auto r = cli.Post("/v1/chat/completions", {{"Authorization", "Bearer " + ep->api_key}}, body.dump(),
+                        "application/json");
+      EXPECT_TRUE(r && r->status == 200);
+    }
+    for (const auto& call : ep->history->calls()) out.push_back(call.ids);
+    return out;
+  };
+  const auto a = run_calls(11), b = run_calls(11), c = run_calls(12);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_FALSE(a[0] == a[1] && a[1] == a[2]) << "each call of a run has its own seed";
+}
+
 }  // namespace
 }  // namespace trinity::explorer
