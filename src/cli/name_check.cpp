@@ -3,6 +3,7 @@
 
 #include "core/error.h"
 #include "core/names.h"
+#include "pipeline/operators.h"
 #include "workflow/workflow.h"
 
 namespace trinity::cli {
@@ -26,6 +27,8 @@ void check_config(const config::Config& c, const std::string& stage) {
   const std::string where = stage.empty() ? "" : "stage " + stage + ": ";
   for (const auto& t : c.buffer.explorer_input.tasksets) check_taskset(t, where);
   for (const auto& t : c.buffer.explorer_input.eval_tasksets) check_taskset(t, where + "eval ");
+  // Experience operators are made here once, so an unknown name or bad argument fails the check.
+  for (const auto& op : c.data_processor.experience_operators) pipeline::make_operator({op.name, op.args});
 }
 
 }  // namespace

@@ -196,6 +196,18 @@ struct StageInfo {
   bool operator==(const StageInfo&) const = default;
 };
 
+// data_processor (trinity-rft.md §2.11): the experience pipeline's operators, run by the explorer on
+// each step's experiences (pipeline/operators.h). task_pipeline is not implemented yet (a warning).
+struct DataProcessorConfig {
+  struct Operator {
+    std::string name;
+    std::string args = "{}";  // JSON object text
+    bool operator==(const Operator&) const = default;
+  };
+  std::vector<Operator> experience_operators;
+  bool operator==(const DataProcessorConfig&) const = default;
+};
+
 struct Config {
   std::string mode = "both";  // both | explore | train | bench | serve
   std::string project = "Trinity-RFT";
@@ -214,6 +226,7 @@ struct Config {
   TrainerConfig trainer;
   MonitorConfig monitor;
   LogConfig log;
+  DataProcessorConfig data_processor;
   std::vector<StageInfo> stages;
   std::string config_path;  // the file it was loaded from ("" for text)
   std::string config_dir;   // base of relative paths

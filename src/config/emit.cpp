@@ -401,7 +401,19 @@ std::string to_yaml(const Config& c) {
   kv_json(e, "monitor_args", c.monitor.monitor_args);
   e << EndMap << Key << "log" << Value << BeginMap;
   kv(e, "level", c.log.level);
-  e << EndMap << EndMap;
+  e << EndMap;
+  if (!c.data_processor.experience_operators.empty()) {
+    e << Key << "data_processor" << Value << BeginMap << Key << "experience_pipeline" << Value << BeginMap;
+    e << Key << "operators" << Value << BeginSeq;
+    for (const auto& o : c.data_processor.experience_operators) {
+      e << BeginMap;
+      kv(e, "name", o.name);
+      kv_json(e, "args", o.args);
+      e << EndMap;
+    }
+    e << EndSeq << EndMap << EndMap;
+  }
+  e << EndMap;
   return std::string(e.c_str()) + "\n";
 }
 

@@ -318,6 +318,40 @@ void parse_stages(Ctx& c, const Tree* t, Parsed& p) {
   }
 }
 
+// data_processor: experience_pipeline.operators [{name, args}] are parsed (the launcher makes them, so
+// an unknown operator fails before the run); the task pipeline and the experience pipeline's
+// save/inputs/output keys are warned.
+void parse_data_processor(Ctx& c, const Tree* t, Parsed& p) {
+  if (!t) return;
+  Section s(c, t, "data_processor");
+  if (const Tree* ep = s.get("experience_pipeline")) {
+    Section es(c, ep, "data_processor.experience_pipeline");
+    if (const Tree* ops = es.get("operators")) {
+      if (!ops->is_seq())
+        c.fail(*ops, strcat("data_processor.experience_pipeline.operators: expected a list of {name, args}, got ",
+                            ops->short_repr()));
+      for (size_t i = 0; i < ops->seq.size(); ++i) {
+        const std::string at = strcat("data_processor.experience_pipeline.operators[", i, "]");
+        Section os(c, &ops->seq[i], at);
+        DataProcessorConfig::Operator o;
+        os.str("name", o.name);
+        if (o.name.empty()) c.fail(ops->seq[i], strcat(at, ".name is required"));
+        if (const Tree* a = os.get("args")) {
+          if (!a->is_map()) c.fail(*a, strcat(at, ".args: expected a mapping, got ", a->short_repr()));
+          o.args = tree_to_json_text(*a);
+        }
+        os.finish();
+        p.cfg.data_processor.experience_operators.push_back(std::move(o));
+      }
+    }
+    es.warn_ignored({"save_input", "input_save_path", "inputs", "output"},
+                    "the raw explorer output is not saved separately; experiences go to the experience buffer");
+    es.finish();
+  }
+  s.warn_ignored({"task_pipeline"}, "not implemented yet: the taskset is used as it is");
+  s.finish();
+}
+
 void warn_section(Ctx& c, const Tree* t, const std::string& name, const std::string& why) {
   if (!t || t->is_null() || (t->is_map() && t->map.empty())) return;
   c.warn(strcat(c.loc(*t), ": ", name, " ", why));
@@ -352,8 +386,7 @@ Parsed parse_tree(Ctx& c, const Tree& root) {
     cs.warn_ignored({"ray_address", "node_num", "gpu_per_node"}, "trinity runs in one process per role; no Ray cluster");
     cs.finish();
   }
-  warn_section(c, s.get("data_processor"), "data_processor",
-               "(task / experience pipelines) is not implemented in trinity yet; the section is ignored");
+  parse_data_processor(c, s.get("data_processor"), p);
   warn_section(c, s.get("service"), "service", "(Data-Juicer service) is not implemented in trinity; ignored");
   parse_stages(c, s.get("stages"), p);
   s.finish();

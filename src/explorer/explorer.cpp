@@ -58,6 +58,7 @@ Explorer::Explorer(ExplorerOptions opts, std::shared_ptr<const RolloutModel> mod
       monitor_(monitor),
       sync_(sync),
       stop_(stop),
+      ops_(opts_.experience_operators),
       rng_(opts_.seed) {
   TRINITY_ASSERT(model_ || opts_.rollout_client, "Explorer without a rollout model or client factory");
   std::shared_ptr<const RolloutModel> m = model_;
@@ -154,6 +155,11 @@ void Explorer::finish_step(Pending& p) {
     }
   }
   Metrics m = monitor::gather_metrics(task_rows, "rollout");
+  if (!ops_.empty() && !exps.empty()) {
+    Timer t;
+    for (auto& [k, v] : ops_.run(exps)) m[k] = v;
+    m["time/experience_pipeline/operators"] = t.seconds();
+  }
   if (algo_ && algo_->advantage_location() == algo::AdvLocation::kExplorer && !exps.empty()) {
     Timer t;
     for (auto& [k, v] : pipeline::compute_advantages(*algo_, exps, rng_)) m[k] = v;

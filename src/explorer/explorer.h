@@ -29,6 +29,7 @@
 #include "buffer/task_scheduler.h"
 #include "explorer/engine_client.h"
 #include "explorer/runner_pool.h"
+#include "pipeline/operators.h"
 
 namespace trinity::algo {
 class Algorithm;
@@ -72,6 +73,9 @@ struct ExplorerOptions {
   // Makes each attempt's rollout client instead of an EngineClient over the RolloutModel (bench with
   // model.external_model). The Explorer's model may then be null: only evaluate() is available.
   RolloutClientFactory rollout_client;
+  // data_processor.experience_pipeline.operators, run on each step's experiences before the
+  // explorer-side group advantage (made in the constructor: a bad operator fails before exploring).
+  std::vector<pipeline::OperatorConfig> experience_operators;
 };
 
 struct ExplorerSummary {
@@ -128,6 +132,7 @@ class Explorer {
   std::shared_ptr<std::vector<std::shared_ptr<const RolloutModel>>> aux_ =
       std::make_shared<std::vector<std::shared_ptr<const RolloutModel>>>();
   std::unique_ptr<RunnerPool> pool_;
+  pipeline::ExperiencePipeline ops_;
   Rng rng_;
   int64_t step_ = 0;        // last step submitted
   int64_t saved_step_ = 0;  // last step whose experiences are written (explorer_meta.json)

@@ -172,6 +172,7 @@ std::vector<explorer::EvalSet> eval_sets(const config::Config& c) {
 
 explorer::ExplorerOptions explorer_options(const config::Config& c) {
   explorer::ExplorerOptions o;
+  for (const auto& op : c.data_processor.experience_operators) o.experience_operators.push_back({op.name, op.args});
   o.runner.runners = c.explorer.runner_per_model;
   o.runner.max_timeout = c.explorer.max_timeout;
   o.runner.max_retry_times = c.explorer.max_retry_times;

@@ -103,6 +103,30 @@ TEST(Compat, OverlongPromptsBecomeMaskedDummies) {
   EXPECT_EQ(metric_sum(m, "explorer", "rollout/failed_task_count"), 0.0) << r.out;
 }
 
+// upstream's grpo_gsm8k_experience_pipeline: data_processor.experience_pipeline operators run on each
+// step's experiences before the group advantage, with Trinity's metric names.
+TEST(Compat, ExperiencePipelineOperators) {
+  const std::string cfg = prepare("gsm8k", {{"TRINITY_TASKSET_PATH", "gsm8k"}});
+  const std::string ops =
+      "data_processor={experience_pipeline: {operators: [{name: invalid_reward_filter}, "
+      "{name: reward_shaping_mapper, args: {reward_shaping_configs: [{stats_key: missing, op_type: ADD}]}}, "
+      "{name: reward_filter, args: {threshold: -100.0}}]}}";
+  const RunOut r =
+      trinity({"run", "--config", cfg, "--set", "name=compat-ops", "--set", ops}, root() + "/gsm8k/ops.log", 300);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto m = read_metrics(job("Trinity-RFT-gsm8k", "compat-ops"));
+  EXPECT_EQ(metric_steps(m, "explorer", "experience_pipeline/filtered_count"), kTwoSteps) << r.out;
+  EXPECT_EQ(metric_sum(m, "explorer", "experience_pipeline/filtered_count"), 0.0);
+  EXPECT_EQ(metric_steps(m, "explorer", "time/experience_pipeline/operator/1_reward_shaping_mapper"), kTwoSteps);
+  EXPECT_EQ(metric_steps(m, "trainer", "actor/pg_loss"), kTwoSteps) << r.out;
+  // An unknown operator fails config check and run before anything loads.
+  const RunOut bad = trinity({"config", "check", "--config", cfg, "--set",
+                              "data_processor={experience_pipeline: {operators: [{name: reward_filtr}]}}"},
+                             root() + "/gsm8k/ops_bad.log");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("did you mean 'reward_filter'"), std::string::npos) << bad.out;
+}
+
 TEST(Compat, DapoMathBoxedWithOverlongPenalty) {
   const std::string cfg = prepare("math", {{"TRINITY_TASKSET_PATH", "dapo"}});
   check("math", cfg);

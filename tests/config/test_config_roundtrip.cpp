@@ -52,6 +52,7 @@ void expect_round_trip(const Config& c, const std::string& what) {
   part("trainer", a.trainer == b.trainer);
   part("monitor", a.monitor == b.monitor);
   part("log", a.log == b.log);
+  part("data_processor", a.data_processor == b.data_processor);
   const std::string y2 = to_yaml(back);
   size_t i = 0;
   while (i < y.size() && i < y2.size() && y[i] == y2[i]) ++i;
@@ -108,6 +109,30 @@ TEST(ConfigRoundTrip, BenchWithExternalModel) {
       "    default_workflow_type: math_workflow\n");
   expect_round_trip(r.config, "bench with external_model");
   EXPECT_TRUE(r.config.model.external_model.enable);
+}
+
+// data_processor.experience_pipeline.operators: names and args (JSON) survive to_yaml; the task
+// pipeline and the experience pipeline's save keys are warned, not kept.
+TEST(ConfigRoundTrip, ExperiencePipelineOperators) {
+  const LoadResult r = testing::load(
+      "checkpoint_root_dir: /tmp/ckpt\nmodel: {model_path: /m, max_model_len: 64}\n"
+      "buffer:\n  explorer_input:\n    taskset: {path: /d.jsonl}\n    default_workflow_type: math_workflow\n"
+      "data_processor:\n  task_pipeline: {operators: [{name: llm_difficulty_score_filter}]}\n"
+      "  experience_pipeline:\n    save_input: true\n    operators:\n      - name: reward_std_filter\n"
+      "      - name: reward_shaping_mapper\n        args: {reward_shaping_configs: [{stats_key: q, op_type: MUL, "
+      "weight: 0.5}]}\n");
+  expect_round_trip(r.config, "experience pipeline");
+  const auto& ops = r.config.data_processor.experience_operators;
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].name, "reward_std_filter");
+  EXPECT_EQ(ops[0].args, "{}");
+  EXPECT_EQ(ops[1].name, "reward_shaping_mapper");
+  EXPECT_NE(ops[1].args.find("\"op_type\":\"MUL\""), std::string::npos) << ops[1].args;
+  std::string warnings;
+  for (const auto& w : r.warnings) warnings += w + "\n";
+  EXPECT_NE(warnings.find("data_processor.task_pipeline has no effect"), std::string::npos) << warnings;
+  EXPECT_NE(warnings.find("data_processor.experience_pipeline.save_input has no effect"), std::string::npos)
+      << warnings;
 }
 
 }  // namespace

@@ -1,0 +1,243 @@
+// Built-in experience operators and the pipeline that runs them (operators.h).
+#include "pipeline/operators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/names.h"
+#include "core/timer.h"
+
+namespace trinity::pipeline {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The operator's args as a JSON object whose keys are all in `allowed`.
+json parse_args(const OperatorConfig& cfg, const std::vector<std::string>& allowed) {
+  json a;
+  try {
+    a = json::parse(cfg.args.empty() ? "{}" : cfg.args);
+  } catch (const json::exception& e) {
+    throw ConfigError("pipeline", strcat("experience operator '", cfg.name, "': args are not valid JSON: ", e.what()));
+  }
+  if (a.is_null()) a = json::object();
+  if (!a.is_object())
+    throw ConfigError("pipeline",
+                      strcat("experience operator '", cfg.name, "': args must be a mapping, got ", a.dump()));
+  for (const auto& [k, v] : a.items())
+    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
+      throw ConfigError("pipeline", strcat("experience operator '", cfg.name, "': unknown argument '", k, "'",
+                                           did_you_mean_suffix(k, allowed), "; accepted: ", join_names(allowed)));
+  return a;
+}
+
+double number_arg(const OperatorConfig& cfg, const json& a, const std::string& key, double def) {
+  if (!a.contains(key) || a[key].is_null()) return def;
+  if (!a[key].is_number())
+    throw ConfigError("pipeline",
+                      strcat("experience operator '", cfg.name, "': ", key, " must be a number, got ", a[key].dump()));
+  return a[key].get<double>();
+}
+
+std::map<std::string, double> filtered(size_t before, size_t after) {
+  return {{"filtered_count", static_cast<double>(before - after)}};
+}
+
+class RewardFilter : public ExperienceOperator {
+ public:
+  explicit RewardFilter(double threshold) : threshold_(threshold) {}
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) override {
+    const size_t n = exps.size();
+    std::erase_if(exps, [&](const buffer::Experience& e) { return !(e.reward && *e.reward >= threshold_); });
+    return filtered(n, exps.size());
+  }
+
+ private:
+  double threshold_;
+};
+
+class RewardStdFilter : public ExperienceOperator {
+ public:
+  explicit RewardStdFilter(double threshold) : threshold_(threshold) {}
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) override {
+    std::map<std::string, std::vector<double>> groups;  // Eid::tid -> rewards
+    for (const auto& e : exps) groups[e.eid.tid()].push_back(e.reward.value_or(std::nan("")));
+    std::map<std::string, bool> keep;
+    for (const auto& [tid, r] : groups) {
+      if (r.size() < 2) {
+        keep[tid] = false;
+        continue;
+      }
+      double mean = 0, var = 0;
+      for (double x : r) mean += x;
+      mean /= static_cast<double>(r.size());
+      for (double x : r) var += (x - mean) * (x - mean);
+      const double sd = std::sqrt(var / static_cast<double>(r.size()));  // population std (numpy's default)
+      keep[tid] = sd > threshold_;  // NaN (a pending reward) compares false: dropped
+    }
+    const size_t n = exps.size();
+    std::erase_if(exps, [&](const buffer::Experience& e) { return !keep[e.eid.tid()]; });
+    return filtered(n, exps.size());
+  }
+
+ private:
+  double threshold_;
+};
+
+class InvalidRewardFilter : public ExperienceOperator {
+ public:
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) override {
+    const size_t n = exps.size();
+    std::erase_if(exps, [](const buffer::Experience& e) { return !e.reward || std::isnan(*e.reward); });
+    return filtered(n, exps.size());
+  }
+};
+
+struct Shaping {
+  std::string stats_key, op_type;
+  double weight = 1.0;
+};
+
+class RewardShapingMapper : public ExperienceOperator {
+ public:
+  explicit RewardShapingMapper(std::vector<Shaping> s) : shaping_(std::move(s)) {}
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) override {
+    std::vector<double> diff;
+    for (auto& e : exps) {
+      if (!e.reward) {
+        diff.push_back(0.0);
+        continue;
+      }
+      const double before = *e.reward;
+      json info;
+      try {
+        info = e.info.empty() ? json::object() : json::parse(e.info);
+      } catch (const json::exception&) {
+        info = json::object();
+      }
+      double r = before;
+      for (const auto& s : shaping_) {
+        if (!info.is_object() || !info.contains(s.stats_key) || !info[s.stats_key].is_number()) continue;
+        const double v = info[s.stats_key].get<double>();
+        if (s.op_type == "ADD")
+          r += s.weight * v;
+        else if (s.op_type == "SUB")
+          r -= s.weight * v;
+        else if (s.op_type == "MUL")
+          r *= s.weight * v;
+        else if (s.weight * v != 0)  // DIV, skipped when the divisor is 0
+          r /= s.weight * v;
+      }
+      e.reward = r;
+      diff.push_back(r - before);
+    }
+    if (diff.empty()) return {{"reward_diff/mean", 0.0}, {"reward_diff/min", 0.0}, {"reward_diff/max", 0.0}};
+    double sum = 0;
+    for (double d : diff) sum += d;
+    return {{"reward_diff/mean", sum / static_cast<double>(diff.size())},
+            {"reward_diff/min", *std::min_element(diff.begin(), diff.end())},
+            {"reward_diff/max", *std::max_element(diff.begin(), diff.end())}};
+  }
+
+ private:
+  std::vector<Shaping> shaping_;
+};
+
+using Factory = std::function<std::unique_ptr<ExperienceOperator>(const OperatorConfig&)>;
+
+const std::map<std::string, Factory>& factories() {
+  static const std::map<std::string, Factory> f = {
+      {"reward_filter",
+       [](const OperatorConfig& c) {
+         const json a = parse_args(c, {"threshold"});
+         return std::make_unique<RewardFilter>(number_arg(c, a, "threshold", 0.0));
+       }},
+      {"reward_std_filter",
+       [](const OperatorConfig& c) {
+         const json a = parse_args(c, {"threshold"});
+         return std::make_unique<RewardStdFilter>(number_arg(c, a, "threshold", 0.0));
+       }},
+      {"invalid_reward_filter",
+       [](const OperatorConfig& c) {
+         parse_args(c, {});
+         return std::make_unique<InvalidRewardFilter>();
+       }},
+      {"reward_shaping_mapper",
+       [](const OperatorConfig& c) {
+         const json a = parse_args(c, {"reward_shaping_configs"});
+         std::vector<Shaping> s;
+         if (a.contains("reward_shaping_configs") && !a["reward_shaping_configs"].is_null()) {
+           const json& l = a["reward_shaping_configs"];
+           if (!l.is_array())
+             throw ConfigError("pipeline",
+                               "experience operator 'reward_shaping_mapper': reward_shaping_configs must "
+                               "be a list of {stats_key, op_type, weight}");
+           for (size_t i = 0; i < l.size(); ++i) {
+             const std::string at = strcat("reward_shaping_mapper: reward_shaping_configs[", i, "]");
+             if (!l[i].is_object()) throw ConfigError("pipeline", strcat(at, " must be a mapping, got ", l[i].dump()));
+             Shaping x;
+             for (const auto& [k, v] : l[i].items()) {
+               if (k == "stats_key" && v.is_string())
+                 x.stats_key = v.get<std::string>();
+               else if (k == "op_type" && v.is_string())
+                 x.op_type = v.get<std::string>();
+               else if (k == "weight" && v.is_number())
+                 x.weight = v.get<double>();
+               else
+                 throw ConfigError("pipeline", strcat(at, ": bad key '", k, "' = ", v.dump(),
+                                                      " (expected stats_key: text, op_type: ADD|SUB|MUL|DIV, "
+                                                      "weight: number)"));
+             }
+             if (x.op_type.empty()) x.op_type = "ADD";
+             if (x.op_type != "ADD" && x.op_type != "SUB" && x.op_type != "MUL" && x.op_type != "DIV")
+               throw ConfigError("pipeline", strcat(at, ": op_type '", x.op_type, "' is not ADD, SUB, MUL or DIV"));
+             if (x.stats_key.empty()) throw ConfigError("pipeline", strcat(at, ": stats_key is required"));
+             s.push_back(x);
+           }
+         }
+         return std::make_unique<RewardShapingMapper>(std::move(s));
+       }},
+  };
+  return f;
+}
+
+}  // namespace
+
+std::vector<std::string> operator_names() {
+  std::vector<std::string> n;
+  for (const auto& [k, f] : factories()) n.push_back(k);
+  return n;
+}
+
+std::unique_ptr<ExperienceOperator> make_operator(const OperatorConfig& cfg) {
+  const auto it = factories().find(cfg.name);
+  if (it == factories().end()) {
+    std::string hint;
+    if (cfg.name == "pass_rate_calculator" || cfg.name == "data_juicer")
+      hint = " (not implemented yet: BOTS and Data-Juicer are planned)";
+    throw ConfigError("pipeline", strcat("unknown experience operator '", cfg.name, "'", hint,
+                                         did_you_mean_suffix(cfg.name, operator_names()),
+                                         "; built in: ", join_names(operator_names())));
+  }
+  return it->second(cfg);
+}
+
+ExperiencePipeline::ExperiencePipeline(const std::vector<OperatorConfig>& ops) {
+  for (const auto& o : ops) ops_.emplace_back(o.name, make_operator(o));
+}
+
+std::map<std::string, double> ExperiencePipeline::run(std::vector<buffer::Experience>& exps) {
+  std::map<std::string, double> m;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    Timer t;
+    for (const auto& [k, v] : ops_[i].second->process(exps)) m["experience_pipeline/" + k] += v;
+    m[strcat("time/experience_pipeline/operator/", i, "_", ops_[i].first)] = t.seconds();
+  }
+  return m;
+}
+
+}  // namespace trinity::pipeline
