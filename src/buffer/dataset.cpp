@@ -309,6 +309,13 @@ Taskset Taskset::load(const TasksetConfig& cfg) {
                 cfg.prompt_required ? DatasetKind::kTask : DatasetKind::kTaskAnyRow, cfg.strict, ts.report_);
   const json wargs = detail::parse_json(cfg.workflow_args.empty() ? "{}" : cfg.workflow_args, "workflow_args");
   const json rargs = detail::parse_json(cfg.reward_fn_args.empty() ? "{}" : cfg.reward_fn_args, "reward_fn_args");
+  const std::string& selector = cfg.data_selector.selector_type;
+  const bool wants_features = selector == "offline_easy2hard" || selector == "difficulty_based";
+  if (selector == "difficulty_based" && cfg.data_selector.feature_keys.size() != 2)
+    throw ConfigError("buffer",
+                      strcat("taskset '", cfg.name, "': difficulty_based needs exactly 2 data_selector.feature_keys ",
+                             "(the pass rates of a weaker and a stronger reference model), got ",
+                             cfg.data_selector.feature_keys.size()));
   std::vector<std::vector<double>> features;
   for (auto& r : rows) {
     const json row = json::parse(r.json);
@@ -327,7 +334,7 @@ Taskset Taskset::load(const TasksetConfig& cfg) {
     t.rollout_args = cfg.rollout_args;
     t.repeat_times = cfg.repeat_times;
     t.is_eval = cfg.is_eval;
-    if (cfg.data_selector.selector_type == "offline_easy2hard") {
+    if (wants_features) {
       std::vector<double> f;
       bool ok = true;
       for (const auto& k : cfg.data_selector.feature_keys) {
@@ -347,7 +354,8 @@ Taskset Taskset::load(const TasksetConfig& cfg) {
     t.index = {cfg.index, static_cast<int64_t>(ts.tasks_.size())};
     ts.tasks_.push_back(std::move(t));
   }
-  if (cfg.data_selector.selector_type == "offline_easy2hard") {
+  if (selector == "difficulty_based") ts.features_ = features;
+  if (selector == "offline_easy2hard") {
     if (cfg.data_selector.feature_keys.empty())
       throw ConfigError("buffer", strcat("taskset '", cfg.name, "': offline_easy2hard needs data_selector.feature_keys"));
     ts.easy2hard_.resize(ts.tasks_.size());

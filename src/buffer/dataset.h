@@ -57,11 +57,14 @@ class Taskset {
   const LoadReport& report() const { return report_; }
   // Row order for offline_easy2hard: rows sorted by feature_keys descending (ties by row index).
   const std::vector<int64_t>& easy2hard_order() const { return easy2hard_; }
+  // For difficulty_based: the feature_keys values of each row [N][2].
+  const std::vector<std::vector<double>>& features() const { return features_; }
 
  private:
   TasksetConfig cfg_;
   std::vector<Task> tasks_;
   std::vector<int64_t> easy2hard_;
+  std::vector<std::vector<double>> features_;
   LoadReport report_;
 };
 

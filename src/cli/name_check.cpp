@@ -1,6 +1,7 @@
 // Workflow names of every taskset checked against the workflow registry (name_check.h).
 #include "cli/name_check.h"
 
+#include "buffer/task_scheduler.h"
 #include "core/error.h"
 #include "core/names.h"
 #include "pipeline/operators.h"
@@ -11,6 +12,13 @@ namespace trinity::cli {
 namespace {
 
 void check_taskset(const buffer::TasksetConfig& t, const std::string& where) {
+  try {
+    buffer::check_selector(t);
+  } catch (const ConfigError& e) {
+    if (where.empty()) throw;
+    const std::string m = e.what();
+    throw ConfigError(e.component(), where + m.substr(m.find("] ") + 2));
+  }
   const std::string& w = t.default_workflow_type;
   if (w.empty() || workflow::has_workflow(w)) return;  // empty: rows name it (format.workflow_key)
   const std::string at = strcat(where, "taskset '", t.name, "': workflow '", w, "'");

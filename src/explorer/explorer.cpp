@@ -1,6 +1,7 @@
 // Explorer loop: explore steps, experience pipeline, sync points, evaluation (see explorer.h).
 #include "explorer/explorer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -61,6 +62,13 @@ Explorer::Explorer(ExplorerOptions opts, std::shared_ptr<const RolloutModel> mod
       ops_(opts_.experience_operators),
       rng_(opts_.seed) {
   TRINITY_ASSERT(model_ || opts_.rollout_client, "Explorer without a rollout model or client factory");
+  if (tasks_ && tasks_->wants_feedback() &&
+      std::none_of(opts_.experience_operators.begin(), opts_.experience_operators.end(),
+                   [](const pipeline::OperatorConfig& o) { return o.name == "pass_rate_calculator"; }))
+    log::warn(
+        "explorer: a taskset uses data_selector difficulty_based but data_processor.experience_pipeline "
+        "has no pass_rate_calculator operator: its estimates never learn from the rollouts (add "
+        "{name: pass_rate_calculator} to the operators)");
   std::shared_ptr<const RolloutModel> m = model_;
   auto aux = aux_;
   RolloutClientFactory make = opts_.rollout_client;
@@ -157,7 +165,11 @@ void Explorer::finish_step(Pending& p) {
   Metrics m = monitor::gather_metrics(task_rows, "rollout");
   if (!ops_.empty() && !exps.empty()) {
     Timer t;
-    for (auto& [k, v] : ops_.run(exps)) m[k] = v;
+    pipeline::OperatorContext ctx;
+    for (auto& [k, v] : ops_.run(exps, ctx)) m[k] = v;
+    // BOTS: the step's pass rates update the difficulty_based selectors (Trinity's feedback()).
+    if (tasks_)
+      for (const auto& [ts, fb] : ctx.selector_feedback) tasks_->feedback(ts, fb.rows, fb.values);
     m["time/experience_pipeline/operators"] = t.seconds();
   }
   if (algo_ && algo_->advantage_location() == algo::AdvLocation::kExplorer && !exps.empty()) {
@@ -354,7 +366,7 @@ ExplorerSummary Explorer::run() {
     for (auto& q : pending) {
       if (stopping()) break;
       finish_step(q);
-      saved_tasks_state_ = q.tasks_state;
+      saved_tasks_state_ = tasks_->state_with_live_estimators(q.tasks_state);
       saved_step_ = q.step;
       save_state();
     }
@@ -373,7 +385,7 @@ ExplorerSummary Explorer::run() {
   }
   for (auto& q : pending) {
     finish_step(q);
-    saved_tasks_state_ = q.tasks_state;
+    saved_tasks_state_ = tasks_->state_with_live_estimators(q.tasks_state);
     saved_step_ = q.step;
     save_state();
   }

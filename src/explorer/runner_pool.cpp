@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -115,7 +116,15 @@ void run_attempt(const std::shared_ptr<Attempt>& st, std::string batch_id, int64
     // crash (between writing its experiences and saving the explorer state) produces the same uids,
     // which the sqlite buffer ignores instead of storing (and training) them twice.
     std::map<int64_t, uint64_t> in_run;
+    const nlohmann::json task_index = {{"index", task.index.row}, {"taskset_id", task.index.taskset_id}};
     for (auto& e : exps) {
+      // Trinity's workflow runner tags every experience with its task's index (pass_rate_calculator
+      // reads it); an info that is not a JSON object is left as the workflow wrote it.
+      nlohmann::json info = e.info.empty() ? nlohmann::json::object() : nlohmann::json::parse(e.info, nullptr, false);
+      if (info.is_object() && !info.contains("task_index")) {
+        info["task_index"] = task_index;
+        e.info = info.dump();
+      }
       // A workflow's group tag ("-ruler", workflow.h) stays as a suffix of the batch id.
       e.eid.batch = e.eid.batch.rfind('-', 0) == 0 ? batch_id + e.eid.batch : batch_id;
       e.eid.task = task_id;

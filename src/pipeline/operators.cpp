@@ -9,39 +9,11 @@
 #include "core/error.h"
 #include "core/names.h"
 #include "core/timer.h"
+#include "pipeline/operator_util.h"
 
 namespace trinity::pipeline {
 
 namespace {
-
-using json = nlohmann::json;
-
-// The operator's args as a JSON object whose keys are all in `allowed`.
-json parse_args(const OperatorConfig& cfg, const std::vector<std::string>& allowed) {
-  json a;
-  try {
-    a = json::parse(cfg.args.empty() ? "{}" : cfg.args);
-  } catch (const json::exception& e) {
-    throw ConfigError("pipeline", strcat("experience operator '", cfg.name, "': args are not valid JSON: ", e.what()));
-  }
-  if (a.is_null()) a = json::object();
-  if (!a.is_object())
-    throw ConfigError("pipeline",
-                      strcat("experience operator '", cfg.name, "': args must be a mapping, got ", a.dump()));
-  for (const auto& [k, v] : a.items())
-    if (std::find(allowed.begin(), allowed.end(), k) == allowed.end())
-      throw ConfigError("pipeline", strcat("experience operator '", cfg.name, "': unknown argument '", k, "'",
-                                           did_you_mean_suffix(k, allowed), "; accepted: ", join_names(allowed)));
-  return a;
-}
-
-double number_arg(const OperatorConfig& cfg, const json& a, const std::string& key, double def) {
-  if (!a.contains(key) || a[key].is_null()) return def;
-  if (!a[key].is_number())
-    throw ConfigError("pipeline",
-                      strcat("experience operator '", cfg.name, "': ", key, " must be a number, got ", a[key].dump()));
-  return a[key].get<double>();
-}
 
 std::map<std::string, double> filtered(size_t before, size_t after) {
   return {{"filtered_count", static_cast<double>(before - after)}};
@@ -50,7 +22,7 @@ std::map<std::string, double> filtered(size_t before, size_t after) {
 class RewardFilter : public ExperienceOperator {
  public:
   explicit RewardFilter(double threshold) : threshold_(threshold) {}
-  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) override {
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps, OperatorContext&) override {
     const size_t n = exps.size();
     std::erase_if(exps, [&](const buffer::Experience& e) { return !(e.reward && *e.reward >= threshold_); });
     return filtered(n, exps.size());
@@ -63,7 +35,7 @@ class RewardFilter : public ExperienceOperator {
 class RewardStdFilter : public ExperienceOperator {
  public:
   explicit RewardStdFilter(double threshold) : threshold_(threshold) {}
-  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) override {
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps, OperatorContext&) override {
     std::map<std::string, std::vector<double>> groups;  // Eid::tid -> rewards
     for (const auto& e : exps) groups[e.eid.tid()].push_back(e.reward.value_or(std::nan("")));
     std::map<std::string, bool> keep;
@@ -90,7 +62,7 @@ class RewardStdFilter : public ExperienceOperator {
 
 class InvalidRewardFilter : public ExperienceOperator {
  public:
-  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) override {
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps, OperatorContext&) override {
     const size_t n = exps.size();
     std::erase_if(exps, [](const buffer::Experience& e) { return !e.reward || std::isnan(*e.reward); });
     return filtered(n, exps.size());
@@ -105,7 +77,7 @@ struct Shaping {
 class RewardShapingMapper : public ExperienceOperator {
  public:
   explicit RewardShapingMapper(std::vector<Shaping> s) : shaping_(std::move(s)) {}
-  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) override {
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps, OperatorContext&) override {
     std::vector<double> diff;
     for (auto& e : exps) {
       if (!e.reward) {
@@ -201,6 +173,7 @@ const std::map<std::string, Factory>& factories() {
          }
          return std::make_unique<RewardShapingMapper>(std::move(s));
        }},
+      {"pass_rate_calculator", make_pass_rate_calculator},
   };
   return f;
 }
@@ -217,8 +190,8 @@ std::unique_ptr<ExperienceOperator> make_operator(const OperatorConfig& cfg) {
   const auto it = factories().find(cfg.name);
   if (it == factories().end()) {
     std::string hint;
-    if (cfg.name == "pass_rate_calculator" || cfg.name == "data_juicer")
-      hint = " (not implemented yet: BOTS and Data-Juicer are planned)";
+    if (cfg.name == "data_juicer")
+      hint = " (Data-Juicer runs as an external program here: use the 'command' operator with dj-process)";
     throw ConfigError("pipeline", strcat("unknown experience operator '", cfg.name, "'", hint,
                                          did_you_mean_suffix(cfg.name, operator_names()),
                                          "; built in: ", join_names(operator_names())));
@@ -230,11 +203,11 @@ ExperiencePipeline::ExperiencePipeline(const std::vector<OperatorConfig>& ops) {
   for (const auto& o : ops) ops_.emplace_back(o.name, make_operator(o));
 }
 
-std::map<std::string, double> ExperiencePipeline::run(std::vector<buffer::Experience>& exps) {
+std::map<std::string, double> ExperiencePipeline::run(std::vector<buffer::Experience>& exps, OperatorContext& ctx) {
   std::map<std::string, double> m;
   for (size_t i = 0; i < ops_.size(); ++i) {
     Timer t;
-    for (const auto& [k, v] : ops_[i].second->process(exps)) m["experience_pipeline/" + k] += v;
+    for (const auto& [k, v] : ops_[i].second->process(exps, ctx)) m["experience_pipeline/" + k] += v;
     m[strcat("time/experience_pipeline/operator/", i, "_", ops_[i].first)] = t.seconds();
   }
   return m;

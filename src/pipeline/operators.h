@@ -11,6 +11,9 @@
 //                                           reward op= weight * info[stats_key] (DIV skipped when
 //                                           the divisor is 0; a missing key leaves the reward)
 //                                                                                    reward_diff/{mean,min,max}
+//   pass_rate_calculator                    BOTS feedback: mean reward per (taskset, row) from
+//                                           info.task_index, handed to the task scheduler
+//                                           (pass_rate.cpp)                          selection/valid_ratio, ...
 // Metrics are reported as experience_pipeline/<name>; the same key from two operators is summed.
 #pragma once
 
@@ -29,11 +32,27 @@ struct OperatorConfig {
   bool operator==(const OperatorConfig&) const = default;
 };
 
+// Mean reward of each explored row of one taskset (Trinity's SELECTOR_METRIC entry).
+struct SelectorFeedback {
+  std::vector<int64_t> rows;
+  std::vector<double> values;
+};
+using SelectorFeedbackMap = std::map<int64_t, SelectorFeedback>;  // taskset id -> feedback
+
+// What operators hand back besides metrics.
+struct OperatorContext {
+  SelectorFeedbackMap selector_feedback;
+};
+
 class ExperienceOperator {
  public:
   virtual ~ExperienceOperator() = default;
   // Filters / maps `exps` in place; returns the operator's metrics (unprefixed).
-  virtual std::map<std::string, double> process(std::vector<buffer::Experience>& exps) = 0;
+  virtual std::map<std::string, double> process(std::vector<buffer::Experience>& exps, OperatorContext& ctx) = 0;
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps) {
+    OperatorContext ctx;
+    return process(exps, ctx);
+  }
 };
 
 // ConfigError naming an unknown operator (with the closest name) or a bad / unknown argument.
@@ -46,7 +65,12 @@ class ExperiencePipeline {
  public:
   explicit ExperiencePipeline(const std::vector<OperatorConfig>& ops);
   bool empty() const { return ops_.empty(); }
-  std::map<std::string, double> run(std::vector<buffer::Experience>& exps);
+  // Selector feedback of the step goes to `ctx` (pass_rate_calculator).
+  std::map<std::string, double> run(std::vector<buffer::Experience>& exps, OperatorContext& ctx);
+  std::map<std::string, double> run(std::vector<buffer::Experience>& exps) {
+    OperatorContext ctx;
+    return run(exps, ctx);
+  }
 
  private:
   std::vector<std::pair<std::string, std::unique_ptr<ExperienceOperator>>> ops_;

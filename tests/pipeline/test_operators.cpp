@@ -87,6 +87,46 @@ TEST(ExperienceOperators, PipelineRunsInOrderWithPrefixedMetricsAndTimings) {
   EXPECT_TRUE(ExperiencePipeline({}).empty());
 }
 
+TEST(ExperienceOperators, PassRateCalculatorFeedsTheSelector) {
+  auto at = [](int64_t ts, int64_t row) {
+    return strcat(R"({"task_index": {"index": )", row, R"(, "taskset_id": )", ts, "}}");
+  };
+  // taskset 0: row 7 {1, 0, 1, 1} -> 0.75, row 2 {0, 0} -> 0; taskset 1: row 7 {1} -> 1;
+  // no task index / pending reward: skipped.
+  std::vector<buffer::Experience> v = {exp(0, 1, at(0, 7)), exp(0, 0, at(0, 7)), exp(1, 0, at(0, 2)),
+                                       exp(0, 1, at(0, 7)), exp(2, 1, at(1, 7)), exp(0, 1, at(0, 7)),
+                                       exp(1, 0, at(0, 2)), exp(3, 1),           exp(3, std::nullopt, at(0, 9))};
+  OperatorContext ctx;
+  auto m = make_operator({"pass_rate_calculator", "{}"})->process(v, ctx);
+  EXPECT_EQ(v.size(), 9u);  // passes everything through
+  ASSERT_EQ(ctx.selector_feedback.size(), 2u);
+  EXPECT_EQ(ctx.selector_feedback[0].rows, (std::vector<int64_t>{7, 2}));  // first-appearance order
+  EXPECT_EQ(ctx.selector_feedback[0].values, (std::vector<double>{0.75, 0.0}));
+  EXPECT_EQ(ctx.selector_feedback[1].rows, (std::vector<int64_t>{7}));
+  EXPECT_EQ(ctx.selector_feedback[1].values, (std::vector<double>{1.0}));
+  // Pass rates {0.75, 0, 1}.
+  EXPECT_DOUBLE_EQ(m.at("selection/valid_ratio"), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(m.at("selection/strict_valid_ratio"), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(m.at("selection/<1_ratio"), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(m.at("selection/>0_ratio"), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(m.at("selection/<15_16_ratio"), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(m.at("selection/>1_16_ratio"), 2.0 / 3);
+  EXPECT_EQ(m.at("selection/skipped_count"), 2);
+  // Through the pipeline: metrics are prefixed, feedback reaches the caller's context.
+  ExperiencePipeline p({{"reward_filter", R"({"threshold": 0.5})"}, {"pass_rate_calculator", "{}"}});
+  OperatorContext c2;
+  auto pm = p.run(v, c2);
+  EXPECT_EQ(c2.selector_feedback[0].rows, (std::vector<int64_t>{7}));  // row 2 filtered out before
+  EXPECT_DOUBLE_EQ(c2.selector_feedback[0].values[0], 1.0);
+  EXPECT_DOUBLE_EQ(pm.at("experience_pipeline/selection/valid_ratio"), 0.0);
+  EXPECT_TRUE(pm.count("time/experience_pipeline/operator/1_pass_rate_calculator"));
+  // An empty step gives no ratios (and no feedback).
+  std::vector<buffer::Experience> none;
+  OperatorContext c3;
+  EXPECT_FALSE(make_operator({"pass_rate_calculator", "{}"})->process(none, c3).count("selection/valid_ratio"));
+  EXPECT_TRUE(c3.selector_feedback.empty());
+}
+
 TEST(ExperienceOperators, BadNamesAndArgumentsAreConfigErrors) {
   auto msg = [](const OperatorConfig& c) {
     try {
@@ -99,7 +139,8 @@ TEST(ExperienceOperators, BadNamesAndArgumentsAreConfigErrors) {
   EXPECT_NE(
       msg({"reward_filtr", "{}"}).find("unknown experience operator 'reward_filtr' (did you mean 'reward_filter'?)"),
       std::string::npos);
-  EXPECT_NE(msg({"pass_rate_calculator", "{}"}).find("not implemented yet"), std::string::npos);
+  EXPECT_NE(msg({"data_juicer", "{}"}).find("'command' operator"), std::string::npos);
+  EXPECT_NE(msg({"pass_rate_calculator", R"({"x": 1})"}).find("unknown argument 'x'"), std::string::npos);
   EXPECT_NE(
       msg({"reward_filter", R"({"treshold": 1})"}).find("unknown argument 'treshold' (did you mean 'threshold'?)"),
       std::string::npos);
