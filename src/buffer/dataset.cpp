@@ -103,6 +103,8 @@ std::vector<std::string> resolve_data_files(const std::string& path, const std::
   std::vector<std::string> all, matched;
   for (const auto& ent : fs::recursive_directory_iterator(base)) {
     if (!ent.is_regular_file() || !is_data_file(ent.path().string())) continue;
+    // The task pipeline's report beside its output.jsonl is not data.
+    if (ent.path().filename() == "task_pipeline_report.json") continue;
     all.push_back(ent.path().string());
     const std::string name = ent.path().filename().string();
     const fs::path rel = fs::relative(ent.path(), base);

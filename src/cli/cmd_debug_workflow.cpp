@@ -188,20 +188,7 @@ int cmd_debug_workflow(const Argv& argv) {
   ro.max_timeout = c.explorer.max_timeout;
   ro.max_retry_times = 0;
   ro.work_dir = c.config_dir;
-  explorer::RunnerPool pool(ro, [rm, aux](const buffer::Task& t, uint64_t seed) {
-    auto client = std::make_shared<explorer::EngineClient>(rm, &t, seed);
-    std::vector<std::shared_ptr<explorer::EngineClient>> ac;
-    for (size_t i = 0; i < aux.size(); ++i)  // seeds as the explorer gives them
-      ac.push_back(std::make_shared<explorer::EngineClient>(aux[i], nullptr, seed + 7 * (i + 1)));
-    explorer::AttemptClient ret{client,
-                                [client, ac] {
-                                  client->cancel();
-                                  for (const auto& x : ac) x->cancel();
-                                },
-                                {}};
-    for (const auto& x : ac) ret.auxiliary.push_back(x);
-    return ret;
-  });
+  explorer::RunnerPool pool(ro, explorer::engine_client_factory(rm, aux));
   explorer::TaskJob job;
   job.task = task;
   job.batch_id = "debug";

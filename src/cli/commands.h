@@ -20,6 +20,8 @@ int cmd_buffer_export(const Argv& args);
 int cmd_tokenize(const Argv& args);
 int cmd_serve(const Argv& args);
 int cmd_make_data(const Argv& args);
+int cmd_data_annotate(const Argv& args);
+int cmd_data_process(const Argv& args);
 int cmd_config_check(const Argv& args);
 int cmd_run(const Argv& args);
 int cmd_bench(const Argv& args);

@@ -4,7 +4,9 @@
 #include "buffer/task_scheduler.h"
 #include "core/error.h"
 #include "core/names.h"
+#include "launcher/rollout_scorer.h"
 #include "pipeline/operators.h"
+#include "pipeline/task_pipeline.h"
 #include "workflow/workflow.h"
 
 namespace trinity::cli {
@@ -37,6 +39,12 @@ void check_config(const config::Config& c, const std::string& stage) {
   for (const auto& t : c.buffer.explorer_input.eval_tasksets) check_taskset(t, where + "eval ");
   // Experience operators are made here once, so an unknown name or bad argument fails the check.
   for (const auto& op : c.data_processor.experience_operators) pipeline::make_operator({op.name, op.args});
+  if (const auto& tp = c.data_processor.task_pipeline) {  // task operators, made (not run) once
+    pipeline::TaskPipelineSpec spec;
+    for (const auto& o : tp->operators) spec.operators.push_back({o.name, o.args});
+    spec.priority_weights = tp->priority_weights;
+    pipeline::TaskPipeline check(spec, launcher::rollout_scorer_factory(c));
+  }
 }
 
 }  // namespace

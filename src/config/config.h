@@ -197,14 +197,26 @@ struct StageInfo {
 };
 
 // data_processor (trinity-rft.md §2.11): the experience pipeline's operators, run by the explorer on
-// each step's experiences (pipeline/operators.h). task_pipeline is not implemented yet (a warning).
+// each step's experiences (pipeline/operators.h), and the task pipeline, run over the raw taskset
+// before training or by `trinity data process` (launcher/task_pipeline_run.h).
 struct DataProcessorConfig {
   struct Operator {
     std::string name;
     std::string args = "{}";  // JSON object text
     bool operator==(const Operator&) const = default;
   };
+  struct TaskPipeline {
+    std::vector<Operator> operators;
+    int64_t num_process = 4;
+    std::vector<std::string> inputs;         // local files, absolute after loading
+    std::string output;                      // a directory; "" never after loading (the first taskset's path)
+    std::vector<std::string> target_fields;  // the columns text operators read ([] = the prompt key)
+    std::string priority_weights = "{}";     // JSON object {difficulty, diversity, usage_frequency, quality}
+    int64_t top_k = -1;
+    bool operator==(const TaskPipeline&) const = default;
+  };
   std::vector<Operator> experience_operators;
+  std::optional<TaskPipeline> task_pipeline;
   bool operator==(const DataProcessorConfig&) const = default;
 };
 

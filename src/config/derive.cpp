@@ -262,6 +262,18 @@ void derive_buffer(Ctx& c, const Tree& root, Parsed& p) {
       bad(c, root, path, "no workflow: set default_workflow_type here or buffer.explorer_input.default_workflow_type");
     unique(train_names, t.name, path);
   }
+  // The task pipeline writes the first taskset (Trinity's default output), which need not exist yet.
+  if (auto& tp = cfg.data_processor.task_pipeline) {
+    if (tp->inputs.empty())
+      bad(c, root, "data_processor.task_pipeline", "inputs is required: the raw taskset files to process");
+    if (tp->output.empty()) {
+      if (ei.tasksets.empty())
+        bad(c, root, "data_processor.task_pipeline",
+            "output is not set and there is no buffer.explorer_input.taskset to write to");
+      ei.tasksets[0].path = resolve_path(ei.tasksets[0].path, c.dir, false);
+      tp->output = ei.tasksets[0].path;
+    }
+  }
   for (size_t i = 0; i < ei.eval_tasksets.size(); ++i) {
     auto& t = ei.eval_tasksets[i];
     const std::string path = strcat("buffer.explorer_input.eval_tasksets[", i, "]");

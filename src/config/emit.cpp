@@ -402,16 +402,36 @@ std::string to_yaml(const Config& c) {
   e << EndMap << Key << "log" << Value << BeginMap;
   kv(e, "level", c.log.level);
   e << EndMap;
-  if (!c.data_processor.experience_operators.empty()) {
-    e << Key << "data_processor" << Value << BeginMap << Key << "experience_pipeline" << Value << BeginMap;
-    e << Key << "operators" << Value << BeginSeq;
-    for (const auto& o : c.data_processor.experience_operators) {
-      e << BeginMap;
-      kv(e, "name", o.name);
-      kv_json(e, "args", o.args);
+  const auto& dp = c.data_processor;
+  if (!dp.experience_operators.empty() || dp.task_pipeline) {
+    auto ops = [&](const std::vector<DataProcessorConfig::Operator>& l) {
+      e << Key << "operators" << Value << BeginSeq;
+      for (const auto& o : l) {
+        e << BeginMap;
+        kv(e, "name", o.name);
+        kv_json(e, "args", o.args);
+        e << EndMap;
+      }
+      e << EndSeq;
+    };
+    e << Key << "data_processor" << Value << BeginMap;
+    if (!dp.experience_operators.empty()) {
+      e << Key << "experience_pipeline" << Value << BeginMap;
+      ops(dp.experience_operators);
       e << EndMap;
     }
-    e << EndSeq << EndMap << EndMap;
+    if (const auto& tp = dp.task_pipeline) {
+      e << Key << "task_pipeline" << Value << BeginMap;
+      ops(tp->operators);
+      kv(e, "num_process", tp->num_process);
+      e << Key << "inputs" << Value << YAML::Flow << tp->inputs;
+      kv(e, "output", tp->output);
+      e << Key << "target_fields" << Value << YAML::Flow << tp->target_fields;
+      kv_json(e, "priority_weights", tp->priority_weights);
+      kv(e, "top_k", tp->top_k);
+      e << EndMap;
+    }
+    e << EndMap;
   }
   e << EndMap;
   return std::string(e.c_str()) + "\n";

@@ -318,37 +318,90 @@ void parse_stages(Ctx& c, const Tree* t, Parsed& p) {
   }
 }
 
-// data_processor: experience_pipeline.operators [{name, args}] are parsed (the launcher makes them, so
-// an unknown operator fails before the run); the task pipeline and the experience pipeline's
+// A list of {name, args} operators at `at`.
+std::vector<DataProcessorConfig::Operator> parse_operators(Ctx& c, const Tree* ops, const std::string& at0) {
+  std::vector<DataProcessorConfig::Operator> out;
+  if (!ops) return out;
+  if (!ops->is_seq()) c.fail(*ops, strcat(at0, ": expected a list of {name, args}, got ", ops->short_repr()));
+  for (size_t i = 0; i < ops->seq.size(); ++i) {
+    const std::string at = strcat(at0, "[", i, "]");
+    Section os(c, &ops->seq[i], at);
+    DataProcessorConfig::Operator o;
+    os.str("name", o.name);
+    if (o.name.empty()) c.fail(ops->seq[i], strcat(at, ".name is required"));
+    if (const Tree* a = os.get("args")) {
+      if (!a->is_map()) c.fail(*a, strcat(at, ".args: expected a mapping, got ", a->short_repr()));
+      o.args = tree_to_json_text(*a);
+    }
+    os.finish();
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<std::string> parse_strings(Ctx& c, const Tree* t, const std::string& at) {
+  std::vector<std::string> out;
+  if (!t) return out;
+  if (t->is_scalar()) return {as_str(c, *t, at)};
+  if (!t->is_seq()) c.fail(*t, strcat(at, ": expected a list of strings, got ", t->short_repr()));
+  for (size_t i = 0; i < t->seq.size(); ++i) out.push_back(as_str(c, t->seq[i], strcat(at, "[", i, "]")));
+  return out;
+}
+
+// data_processor: the experience pipeline's operators [{name, args}] (the launcher makes them, so an
+// unknown operator fails before the run) and the task pipeline; the experience pipeline's
 // save/inputs/output keys are warned.
 void parse_data_processor(Ctx& c, const Tree* t, Parsed& p) {
   if (!t) return;
   Section s(c, t, "data_processor");
   if (const Tree* ep = s.get("experience_pipeline")) {
     Section es(c, ep, "data_processor.experience_pipeline");
-    if (const Tree* ops = es.get("operators")) {
-      if (!ops->is_seq())
-        c.fail(*ops, strcat("data_processor.experience_pipeline.operators: expected a list of {name, args}, got ",
-                            ops->short_repr()));
-      for (size_t i = 0; i < ops->seq.size(); ++i) {
-        const std::string at = strcat("data_processor.experience_pipeline.operators[", i, "]");
-        Section os(c, &ops->seq[i], at);
-        DataProcessorConfig::Operator o;
-        os.str("name", o.name);
-        if (o.name.empty()) c.fail(ops->seq[i], strcat(at, ".name is required"));
-        if (const Tree* a = os.get("args")) {
-          if (!a->is_map()) c.fail(*a, strcat(at, ".args: expected a mapping, got ", a->short_repr()));
-          o.args = tree_to_json_text(*a);
-        }
-        os.finish();
-        p.cfg.data_processor.experience_operators.push_back(std::move(o));
-      }
-    }
+    p.cfg.data_processor.experience_operators =
+        parse_operators(c, es.get("operators"), "data_processor.experience_pipeline.operators");
     es.warn_ignored({"save_input", "input_save_path", "inputs", "output"},
                     "the raw explorer output is not saved separately; experiences go to the experience buffer");
     es.finish();
   }
-  s.warn_ignored({"task_pipeline"}, "not implemented yet: the taskset is used as it is");
+  if (const Tree* tp = s.get("task_pipeline")) {
+    const std::string at = "data_processor.task_pipeline";
+    Section ts(c, tp, at);
+    DataProcessorConfig::TaskPipeline x;
+    x.operators = parse_operators(c, ts.get("operators"), at + ".operators");
+    ts.i64("num_process", x.num_process);
+    if (x.num_process < 1) c.fail(*ts.get("num_process"), strcat(at, ".num_process must be >= 1, got ", x.num_process));
+    if (const Tree* cp = ts.get("config_path"))
+      c.fail(*cp, strcat(at, ".config_path is a Data-Juicer recipe, which trinity does not run in-process; run ",
+                         "dj-process through the 'command' operator (docs/data.md: plugging Data-Juicer)"));
+    x.inputs = parse_strings(c, ts.get("inputs"), at + ".inputs");
+    for (auto& in : x.inputs) in = resolve_path(in, c.dir, false);
+    if (const Tree* o = ts.get("output")) {
+      if (o->is_scalar()) {
+        x.output = as_str(c, *o, at + ".output");
+      } else {
+        Section os(c, o, at + ".output");
+        os.str("path", x.output);
+        os.warn_ignored({"name", "storage_type", "split", "format", "subset_name"},
+                        "the task pipeline writes <path>/output.jsonl");
+        os.finish();
+      }
+      x.output = resolve_path(x.output, c.dir, false);
+    }
+    x.target_fields = parse_strings(c, ts.get("target_fields"), at + ".target_fields");
+    if (const Tree* w = ts.get("priority_weights")) {
+      Section ws(c, w, at + ".priority_weights");
+      for (const char* k : {"difficulty", "diversity", "usage_frequency", "quality"}) {
+        std::optional<double> v;
+        ws.opt(k, v);  // checks the type
+      }
+      ws.finish();
+      if (w->is_map()) x.priority_weights = tree_to_json_text(*w);
+    }
+    ts.i64("top_k", x.top_k);
+    if (x.top_k < -1 || x.top_k == 0)
+      c.fail(*ts.get("top_k"), strcat(at, ".top_k must be -1 (all) or > 0, got ", x.top_k));
+    ts.finish();
+    p.cfg.data_processor.task_pipeline = std::move(x);
+  }
   s.finish();
 }
 

@@ -257,4 +257,22 @@ std::vector<int32_t> EngineClient::eos_ids() const {
 int64_t EngineClient::model_version() const { return m_.engine->model_version(); }
 int64_t EngineClient::max_model_len() const { return m_.engine->max_model_len(); }
 
+ClientFactory engine_client_factory(std::shared_ptr<const RolloutModel> model,
+                                    std::vector<std::shared_ptr<const RolloutModel>> auxiliary) {
+  return [model, auxiliary](const buffer::Task& t, uint64_t seed) {
+    auto client = std::make_shared<EngineClient>(model, &t, seed);
+    std::vector<std::shared_ptr<EngineClient>> ac;
+    for (size_t i = 0; i < auxiliary.size(); ++i)
+      ac.push_back(std::make_shared<EngineClient>(auxiliary[i], nullptr, seed + 7 * (i + 1)));
+    AttemptClient ret{client,
+                      [client, ac] {
+                        client->cancel();
+                        for (const auto& x : ac) x->cancel();
+                      },
+                      {}};
+    for (const auto& x : ac) ret.auxiliary.push_back(x);
+    return ret;
+  };
+}
+
 }  // namespace trinity::explorer

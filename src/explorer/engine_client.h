@@ -13,6 +13,7 @@
 
 #include "buffer/experience.h"
 #include "engine/engine.h"
+#include "explorer/runner_pool.h"
 #include "tokenizer/chat.h"
 #include "workflow/model_client.h"
 
@@ -116,5 +117,11 @@ class EngineClient : public workflow::ModelClient {
   std::vector<std::string> endpoint_keys_;  // keys of the endpoints opened (closed on cancel)
   tok::ChatHistory history_;                // calls recorded when the model records history
 };
+
+// The runner pool's client factory over local engines: an EngineClient on `model` with the attempt's
+// seed, and one per auxiliary model seeded seed + 7·(i + 1), as the explorer gives them; cancel()
+// cancels them all.
+ClientFactory engine_client_factory(std::shared_ptr<const RolloutModel> model,
+                                    std::vector<std::shared_ptr<const RolloutModel>> auxiliary);
 
 }  // namespace trinity::explorer

@@ -59,7 +59,7 @@ Explorer::Explorer(ExplorerOptions opts, std::shared_ptr<const RolloutModel> mod
       monitor_(monitor),
       sync_(sync),
       stop_(stop),
-      ops_(opts_.experience_operators),
+      ops_(opts_.experience_operators, opts_.judge),
       rng_(opts_.seed) {
   TRINITY_ASSERT(model_ || opts_.rollout_client, "Explorer without a rollout model or client factory");
   if (tasks_ && tasks_->wants_feedback() &&

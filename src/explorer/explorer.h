@@ -76,6 +76,7 @@ struct ExplorerOptions {
   // data_processor.experience_pipeline.operators, run on each step's experiences before the
   // explorer-side group advantage (made in the constructor: a bad operator fails before exploring).
   std::vector<pipeline::OperatorConfig> experience_operators;
+  pipeline::JudgeFactory judge;  // llm_score's judge model (launcher/llm_judge.h)
 };
 
 struct ExplorerSummary {

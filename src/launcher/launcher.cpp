@@ -26,6 +26,8 @@
 #include "explorer/explorer.h"
 #include "explorer/external_client.h"
 #include "hub/model.h"
+#include "launcher/llm_judge.h"
+#include "launcher/task_pipeline_run.h"
 #include "launcher/train_loop.h"
 #include "model/checkpoint_dtype.h"
 #include "model/transformer.h"
@@ -173,6 +175,7 @@ std::vector<explorer::EvalSet> eval_sets(const config::Config& c) {
 explorer::ExplorerOptions explorer_options(const config::Config& c) {
   explorer::ExplorerOptions o;
   for (const auto& op : c.data_processor.experience_operators) o.experience_operators.push_back({op.name, op.args});
+  o.judge = llm_judge_factory(c);
   o.runner.runners = c.explorer.runner_per_model;
   o.runner.max_timeout = c.explorer.max_timeout;
   o.runner.max_retry_times = c.explorer.max_retry_times;
@@ -607,6 +610,9 @@ StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop)
     c.name += "_" + timestamp();
     log::warn("continue_from_checkpoint is false and ", old, " is not empty: this run is named '", c.name, "'");
   }
+  // The task pipeline writes the taskset this stage reads (reused when already processed).
+  if (c.data_processor.task_pipeline && (c.mode == "both" || c.mode == "explore" || c.mode == "train"))
+    run_task_pipeline(c);
   file::make_dirs(c.job_dir());
   if (const int64_t n = file::remove_stale_temporaries(c.job_dir()))
     log::info("removed ", n, " temporary file(s) left in ", c.job_dir(), " by a killed run");

@@ -9,6 +9,9 @@
 #include "core/error.h"
 #include "core/names.h"
 #include "core/timer.h"
+#include "pipeline/data_ops.h"
+#include "pipeline/jsonl_command.h"
+#include "pipeline/llm_score.h"
 #include "pipeline/operator_util.h"
 
 namespace trinity::pipeline {
@@ -119,6 +122,47 @@ class RewardShapingMapper : public ExperienceOperator {
   std::vector<Shaping> shaping_;
 };
 
+// A data op (data_ops.h) over each experience's response (text_key: response, the default) or prompt;
+// token counts come from the experience.
+class DataExperienceOp : public ExperienceOperator {
+ public:
+  explicit DataExperienceOp(const OperatorConfig& cfg) {
+    json a = cfg.args.empty() ? json::object() : json::parse(cfg.args, nullptr, false);
+    if (a.is_discarded() || !a.is_object())
+      throw ConfigError("pipeline",
+                        strcat("experience operator '", cfg.name, "': args must be a mapping, got ", cfg.args));
+    if (a.contains("text_key")) {
+      const json& k = a.at("text_key");
+      if (!k.is_string() || (k.get<std::string>() != "response" && k.get<std::string>() != "prompt"))
+        throw ConfigError("pipeline", strcat("experience operator '", cfg.name,
+                                             "': text_key must be 'response' or 'prompt', got ", k.dump()));
+      prompt_ = k.get<std::string>() == "prompt";
+      a.erase("text_key");
+    }
+    op_ = make_data_op(cfg.name, a.dump());
+  }
+  std::map<std::string, double> process(std::vector<buffer::Experience>& exps, OperatorContext&) override {
+    std::vector<DataRow> rows(exps.size());
+    for (size_t i = 0; i < exps.size(); ++i) {
+      rows[i].text = prompt_ ? exps[i].prompt_text : exps[i].response_text;
+      rows[i].tokens = prompt_ ? exps[i].prompt_length : exps[i].response_length();
+    }
+    DataOpResult r = op_->apply(rows);
+    size_t k = 0;
+    for (size_t i = 0; i < exps.size(); ++i) {
+      if (!(r.keep.at(i))) continue;
+      if (k != i) exps[k] = std::move(exps[i]);  // never a self-move (it may empty the strings)
+      ++k;
+    }
+    exps.resize(k);
+    return r.metrics;
+  }
+
+ private:
+  bool prompt_ = false;
+  std::unique_ptr<DataOp> op_;
+};
+
 using Factory = std::function<std::unique_ptr<ExperienceOperator>(const OperatorConfig&)>;
 
 const std::map<std::string, Factory>& factories() {
@@ -174,6 +218,7 @@ const std::map<std::string, Factory>& factories() {
          return std::make_unique<RewardShapingMapper>(std::move(s));
        }},
       {"pass_rate_calculator", make_pass_rate_calculator},
+      {"command", make_command_operator},
   };
   return f;
 }
@@ -181,13 +226,22 @@ const std::map<std::string, Factory>& factories() {
 }  // namespace
 
 std::vector<std::string> operator_names() {
-  std::vector<std::string> n;
+  std::vector<std::string> n = data_op_names();
+  n.push_back("llm_score");
   for (const auto& [k, f] : factories()) n.push_back(k);
+  std::sort(n.begin(), n.end());
   return n;
 }
 
-std::unique_ptr<ExperienceOperator> make_operator(const OperatorConfig& cfg) {
+std::unique_ptr<ExperienceOperator> make_operator(const OperatorConfig& cfg, const JudgeFactory& judge) {
+  if (cfg.name == "llm_score") {
+    JudgeFactory j = judge ? judge : [](const OperatorConfig& c) -> Ask {
+      throw UnsupportedError("pipeline", strcat("operator '", c.name, "' has no judge model here"));
+    };
+    return make_llm_score_experience_op(cfg, j);
+  }
   const auto it = factories().find(cfg.name);
+  if (it == factories().end() && is_data_op(cfg.name)) return std::make_unique<DataExperienceOp>(cfg);
   if (it == factories().end()) {
     std::string hint;
     if (cfg.name == "data_juicer")
@@ -199,8 +253,8 @@ std::unique_ptr<ExperienceOperator> make_operator(const OperatorConfig& cfg) {
   return it->second(cfg);
 }
 
-ExperiencePipeline::ExperiencePipeline(const std::vector<OperatorConfig>& ops) {
-  for (const auto& o : ops) ops_.emplace_back(o.name, make_operator(o));
+ExperiencePipeline::ExperiencePipeline(const std::vector<OperatorConfig>& ops, const JudgeFactory& judge) {
+  for (const auto& o : ops) ops_.emplace_back(o.name, make_operator(o, judge));
 }
 
 std::map<std::string, double> ExperiencePipeline::run(std::vector<buffer::Experience>& exps, OperatorContext& ctx) {

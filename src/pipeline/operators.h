@@ -17,6 +17,7 @@
 // Metrics are reported as experience_pipeline/<name>; the same key from two operators is summed.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -55,15 +56,20 @@ class ExperienceOperator {
   }
 };
 
+// The judge of llm_score (llm_score.h): made on the operator's first run from its args.
+class ExperienceOperator;
+using JudgeFactory = std::function<std::function<std::string(const std::string&)>(const OperatorConfig&)>;
+
 // ConfigError naming an unknown operator (with the closest name) or a bad / unknown argument.
-std::unique_ptr<ExperienceOperator> make_operator(const OperatorConfig& cfg);
+// `judge` serves llm_score (without one, llm_score fails when it first runs).
+std::unique_ptr<ExperienceOperator> make_operator(const OperatorConfig& cfg, const JudgeFactory& judge = {});
 std::vector<std::string> operator_names();
 
 // The operators of a pipeline, made once; run() applies them in order and returns
 // experience_pipeline/* metrics and time/experience_pipeline/operator/<i>_<name> timings.
 class ExperiencePipeline {
  public:
-  explicit ExperiencePipeline(const std::vector<OperatorConfig>& ops);
+  explicit ExperiencePipeline(const std::vector<OperatorConfig>& ops, const JudgeFactory& judge = {});
   bool empty() const { return ops_.empty(); }
   // Selector feedback of the step goes to `ctx` (pass_rate_calculator).
   std::map<std::string, double> run(std::vector<buffer::Experience>& exps, OperatorContext& ctx);

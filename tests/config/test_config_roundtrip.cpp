@@ -111,13 +111,14 @@ TEST(ConfigRoundTrip, BenchWithExternalModel) {
   EXPECT_TRUE(r.config.model.external_model.enable);
 }
 
-// data_processor.experience_pipeline.operators: names and args (JSON) survive to_yaml; the task
-// pipeline and the experience pipeline's save keys are warned, not kept.
+// data_processor.experience_pipeline.operators and the task pipeline survive to_yaml; the task
+// pipeline writes the first taskset by default; the experience pipeline's save keys are warned.
 TEST(ConfigRoundTrip, ExperiencePipelineOperators) {
   const LoadResult r = testing::load(
       "checkpoint_root_dir: /tmp/ckpt\nmodel: {model_path: /m, max_model_len: 64}\n"
       "buffer:\n  explorer_input:\n    taskset: {path: /d.jsonl}\n    default_workflow_type: math_workflow\n"
-      "data_processor:\n  task_pipeline: {operators: [{name: llm_difficulty_score_filter}]}\n"
+      "data_processor:\n  task_pipeline: {operators: [{name: text_length_filter, args: {min_len: 3}}], "
+      "inputs: [/raw.jsonl], target_fields: [q], priority_weights: {difficulty: -0.5, quality: 1}, top_k: 9}\n"
       "  experience_pipeline:\n    save_input: true\n    operators:\n      - name: reward_std_filter\n"
       "      - name: reward_shaping_mapper\n        args: {reward_shaping_configs: [{stats_key: q, op_type: MUL, "
       "weight: 0.5}]}\n");
@@ -130,7 +131,14 @@ TEST(ConfigRoundTrip, ExperiencePipelineOperators) {
   EXPECT_NE(ops[1].args.find("\"op_type\":\"MUL\""), std::string::npos) << ops[1].args;
   std::string warnings;
   for (const auto& w : r.warnings) warnings += w + "\n";
-  EXPECT_NE(warnings.find("data_processor.task_pipeline has no effect"), std::string::npos) << warnings;
+  ASSERT_TRUE(r.config.data_processor.task_pipeline);
+  const auto& tp = *r.config.data_processor.task_pipeline;
+  EXPECT_EQ(tp.output, "/d.jsonl");  // the first taskset
+  EXPECT_EQ(tp.inputs, std::vector<std::string>{"/raw.jsonl"});
+  EXPECT_EQ(tp.top_k, 9);
+  EXPECT_EQ(tp.target_fields, std::vector<std::string>{"q"});
+  EXPECT_NE(tp.priority_weights.find("\"difficulty\":-0.5"), std::string::npos) << tp.priority_weights;
+  EXPECT_EQ(tp.operators.at(0).name, "text_length_filter");
   EXPECT_NE(warnings.find("data_processor.experience_pipeline.save_input has no effect"), std::string::npos)
       << warnings;
 }
