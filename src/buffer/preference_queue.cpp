@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "buffer/json_util.h"
+#include "buffer/sqlite_stmt.h"
 #include "core/error.h"
 #include "core/file.h"
 #include "core/sha256.h"
@@ -24,51 +25,12 @@ namespace {
 
 constexpr int kSchemaVersion = 1;  // PRAGMA user_version of a queue file
 
-// Thrown inside a transaction when SQLite reports BUSY/LOCKED after busy_timeout: the caller retries.
-struct Busy {};
+using Busy = detail::SqliteBusy;
 
-class Stmt {
+// Statements whose errors are the annotate component's.
+class Stmt : public detail::Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql, const std::string& where) : db_(db), where_(where) {
-    const int rc = sqlite3_prepare_v2(db, sql, -1, &st_, nullptr);
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw Busy{};
-    if (rc != SQLITE_OK) throw IoError("annotate", strcat(where, ": cannot prepare '", sql, "': ", sqlite3_errmsg(db)));
-  }
-  ~Stmt() { sqlite3_finalize(st_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  Stmt& bind(int i, int64_t v) {
-    sqlite3_bind_int64(st_, i, v);
-    return *this;
-  }
-  Stmt& bind(int i, double v) {
-    sqlite3_bind_double(st_, i, v);
-    return *this;
-  }
-  Stmt& bind(int i, const std::string& v) {
-    sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  // true = a row is available, false = done.
-  bool step() {
-    const int rc = sqlite3_step(st_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw Busy{};
-    throw IoError("annotate", strcat(where_, ": ", sqlite3_errmsg(db_)));
-  }
-  int64_t i64(int c) const { return sqlite3_column_int64(st_, c); }
-  double f64(int c) const { return sqlite3_column_double(st_, c); }
-  std::string text(int c) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, c));
-    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(st_, c))) : std::string();
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* st_ = nullptr;
-  std::string where_;
+  Stmt(sqlite3* db, const std::string& sql, const std::string& where) : detail::Stmt(db, sql, where, "annotate") {}
 };
 
 const char kColumns[] =
@@ -436,7 +398,7 @@ std::string dpo_row(const PreferencePair& p) {
   if (!prompt.empty() && prompt.back()["role"] == "assistant") prompt.erase(prompt.size() - 1);
   const bool a = p.choice == "a";
   json row;
-  row["prompt"] = std::move(prompt);
+  row["message"] = std::move(prompt);  // Trinity's default format.messages_key
   row["chosen"] = json::array({{{"role", "assistant"}, {"content", a ? p.response_a : p.response_b}}});
   row["rejected"] = json::array({{{"role", "assistant"}, {"content", a ? p.response_b : p.response_a}}});
   row["lineage"] = {{"pair_id", p.id},

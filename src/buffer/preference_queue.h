@@ -127,7 +127,7 @@ class PreferenceQueue {
 };
 
 // One Trinity DPO row (JSON text, no newline) for a pair labelled a or b:
-//   {"prompt": [{role, content}... without a final assistant turn], "chosen": [{"role": "assistant",
+//   {"message": [{role, content}... without a final assistant turn], "chosen": [{"role": "assistant",
 //    "content"}], "rejected": [...], "lineage": {"pair_id", "model_path", "model_version", "annotator",
 //    "labelled_at" (ISO 8601 UTC)}}
 std::string dpo_row(const PreferencePair& p);

@@ -14,6 +14,7 @@
 
 #include "buffer/json_util.h"
 #include "buffer/replay.h"
+#include "buffer/sqlite_stmt.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
@@ -26,57 +27,8 @@ namespace {
 
 enum Status { kPending = 0, kReady = 1, kLeased = 2, kDone = 3 };
 
-// Thrown inside a transaction when SQLite reports BUSY/LOCKED after busy_timeout: the caller retries.
-struct Busy {};
-
-class Stmt {
- public:
-  Stmt(sqlite3* db, const std::string& sql, const std::string& where) : db_(db) {
-    const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &st_, nullptr);
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw Busy{};
-    if (rc != SQLITE_OK)
-      throw IoError("buffer", strcat(where, ": cannot prepare '", sql, "': ", sqlite3_errmsg(db)));
-  }
-  ~Stmt() { sqlite3_finalize(st_); }
-  Stmt(const Stmt&) = delete;
-  Stmt& operator=(const Stmt&) = delete;
-
-  Stmt& bind(int i, int64_t v) { sqlite3_bind_int64(st_, i, v); return *this; }
-  Stmt& bind(int i, double v) { sqlite3_bind_double(st_, i, v); return *this; }
-  Stmt& bind(int i, const std::string& v) {
-    sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& bind_blob(int i, const std::string& v) {
-    sqlite3_bind_blob(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);  // callers keep v alive until step()
-    return *this;
-  }
-  Stmt& bind_null(int i) { sqlite3_bind_null(st_, i); return *this; }
-  // true = a row is available, false = done.
-  bool step(const std::string& where) {
-    const int rc = sqlite3_step(st_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw Busy{};
-    throw IoError("buffer", strcat(where, ": ", sqlite3_errmsg(db_)));
-  }
-  void reset() { sqlite3_reset(st_); sqlite3_clear_bindings(st_); }
-  int64_t i64(int c) const { return sqlite3_column_int64(st_, c); }
-  double f64(int c) const { return sqlite3_column_double(st_, c); }
-  bool is_null(int c) const { return sqlite3_column_type(st_, c) == SQLITE_NULL; }
-  std::string text(int c) const {
-    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, c));
-    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(st_, c))) : std::string();
-  }
-  std::string_view blob(int c) const {
-    const auto* p = static_cast<const char*>(sqlite3_column_blob(st_, c));
-    return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(st_, c))) : std::string_view();
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* st_ = nullptr;
-};
+using Busy = detail::SqliteBusy;
+using detail::Stmt;
 
 std::string sanitize_table(const std::string& name) {
   std::string t;

@@ -265,7 +265,7 @@ TEST(PreferenceQueue, ExportIsTrinityDpoAndLoadsInTheDpoLoader) {
   // Exactly the documented shape: prompt messages reduced to {role, content}, one assistant turn each.
   const json first = json::parse(lines[0]);
   const json want = {
-      {"prompt", json::array({{{"role", "system"}, {"content", "be brief"}}, {{"role", "user"}, {"content", "hi"}}})},
+      {"message", json::array({{{"role", "system"}, {"content", "be brief"}}, {{"role", "user"}, {"content", "hi"}}})},
       {"chosen", json::array({{{"role", "assistant"}, {"content", "hello"}}})},
       {"rejected", json::array({{{"role", "assistant"}, {"content", "go away"}}})},
       {"lineage",
@@ -281,11 +281,9 @@ TEST(PreferenceQueue, ExportIsTrinityDpoAndLoadsInTheDpoLoader) {
   EXPECT_EQ(second["lineage"]["model_version"], 3);
   EXPECT_EQ(second["lineage"]["model_path"], "/models/m/global_step_3/huggingface");
 
-  // trinity's DPO loader (launcher dataset_experiences): prompt_type messages, the prompt list under
-  // messages_key "prompt"; default chosen_key / rejected_key.
+  // trinity's DPO loader (launcher dataset_experiences) with the default format (Trinity-RFT's:
+  // prompt_type messages, the prompt list under messages_key "message", chosen / rejected).
   FormatConfig fmt;
-  fmt.prompt_type = "messages";
-  fmt.messages_key = "prompt";
   LoadReport lr;
   const auto rows = Taskset::load_rows(out, "train", "", fmt, DatasetKind::kDpo, true, lr);
   ASSERT_EQ(rows.size(), 2u);
@@ -312,7 +310,7 @@ TEST(PreferenceQueue, DpoRowDropsAFinalAssistantTurn) {
   p.choice = "b";
   p.annotator = "z";
   const json row = json::parse(dpo_row(p));
-  EXPECT_EQ(row["prompt"], json::array({{{"role", "user"}, {"content", "q"}}}));
+  EXPECT_EQ(row["message"], json::array({{{"role", "user"}, {"content", "q"}}}));
   EXPECT_EQ(row["chosen"][0]["content"], "y");
   EXPECT_EQ(iso8601_utc(0), "1970-01-01T00:00:00Z");
 }

@@ -158,8 +158,8 @@ TEST(CliAnnotate, GenerateLabelExportRestart) {
   const auto rows = read_jsonl(out);
   ASSERT_EQ(static_cast<int64_t>(rows.size()), exported) << slurp(p.log);
   for (const auto& r : rows) {
-    EXPECT_TRUE(r["prompt"].is_array() && !r["prompt"].empty());
-    EXPECT_EQ(r["prompt"].back()["role"], "user");
+    EXPECT_TRUE(r["message"].is_array() && !r["message"].empty());
+    EXPECT_EQ(r["message"].back()["role"], "user");
     EXPECT_EQ(r["chosen"].size(), 1u);
     EXPECT_EQ(r["chosen"][0]["role"], "assistant");
     EXPECT_EQ(r["rejected"][0]["role"], "assistant");

@@ -2,9 +2,12 @@
 // rollout_pass_rate scorings with the run's own model: the feature columns BOTS needs), the report,
 // reuse of an up-to-date output, the refusal of a stale one and --force; then `trinity run` that
 // trains on the processed taskset with difficulty_based on the scored columns, and a run that
-// processes its taskset itself before training.
+// processes its taskset itself before training; llm_score against a fake OpenAI API as the judge, in
+// the task pipeline (scores and filters rows) and in the experience pipeline of a run (scores every
+// experience, reward_shaping_mapper adds the score).
 #include <gtest/gtest.h>
 
+#include "common/fake_openai.h"
 #include "e2e_util.h"
 
 using namespace trinity::test;
@@ -123,4 +126,63 @@ TEST(TaskPipelineE2E, RunProcessesItsTasksetFirst) {
       trinity::test::trinity({"config", "check", "--config", write_config(root, "tp_bad", y)}, root + "/tp7.log");
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.out.find("unknown task operator 'document_dedup'"), std::string::npos) << bad.out;
+}
+
+// The judge scores the text it is shown: 9 when it holds a "1", else 2 ("Score: N").
+std::pair<int, std::string> judge(const json& body) {
+  const std::string text = body["messages"].back()["content"].get<std::string>();
+  return {200, chat_completion({text.find('1') != std::string::npos ? "Score: 9" : "I give it 2/10"})};
+}
+
+TEST(TaskPipelineE2E, LlmScoreWithAnOpenAIJudge) {
+  const std::string& root = shared_root();
+  FakeOpenAI api(judge);
+  setenv("TRINITY_JUDGE_KEY", "sk-judge", 1);
+  const std::string out = root + "/processed_llm";
+  fs::remove_all(out);
+  fs::remove_all(job_dir(root, "tp_llm"));
+  std::string y = base_yaml(root, "tp_llm");
+  const std::string from = "path: " + root + "/data/train.jsonl";
+  y.replace(y.find(from), from.size(), "path: " + out);
+  const std::string judge_args = "api_url: " + api.base_url() + ", model: judge-7b, api_key_env: TRINITY_JUDGE_KEY";
+  y += "data_processor:\n"
+       "  experience_pipeline:\n    operators:\n"
+       "      - {name: llm_score, args: {" +
+       judge_args +
+       ", field: judge_score, template: 'Q: {prompt} A: {response}'}}\n"
+       "      - {name: reward_shaping_mapper, args: {reward_shaping_configs: [{stats_key: judge_score, op_type: ADD, "
+       "weight: 0.5}]}}\n"
+       "  task_pipeline:\n"
+       "    inputs: [" +
+       root +
+       "/data/train.jsonl]\n"
+       "    operators:\n"
+       "      - {name: llm_score, args: {" +
+       judge_args + ", template: '{prompt}', min_score: 0.5, concurrency: 4}}\n";
+  const std::string cfg = write_config(root, "tp_llm", y);
+  const RunOut r =
+      trinity::test::trinity({"run", "--config", cfg, "--set", "buffer.total_steps=2"}, root + "/tp8.log", 120);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  // Task rows: kept exactly when the prompt holds a '1', each with its score.
+  size_t with_one = 0;
+  {
+    std::istringstream in(slurp(root + "/data/train.jsonl"));
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty() && json::parse(l).at("prompt").get<std::string>().find('1') != std::string::npos) ++with_one;
+  }
+  const auto rows = read_jsonl(out + "/output.jsonl");
+  ASSERT_EQ(rows.size(), with_one);
+  for (const auto& row : rows) EXPECT_DOUBLE_EQ(row.at("llm_quality_score").get<double>(), 0.9) << row.dump();
+  // Every request: the model name, the key, temperature 0; 64 task rows + 2 steps x 2 tasks x 2 runs.
+  const auto reqs = api.requests();
+  ASSERT_EQ(reqs.size(), 64u + 8u);
+  for (const auto& q : reqs) {
+    EXPECT_EQ(q.authorization, "Bearer sk-judge");
+    EXPECT_EQ(q.body.at("model"), "judge-7b");
+  }
+  const auto m = read_metrics(job_dir(root, "tp_llm"));
+  EXPECT_EQ(metric_steps(m, "explorer", "experience_pipeline/mean_score"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(metric_sum(m, "explorer", "experience_pipeline/error_count"), 0.0);
+  EXPECT_TRUE(has_metric(m, "explorer", "experience_pipeline/reward_diff/mean"));
+  unsetenv("TRINITY_JUDGE_KEY");
 }

@@ -1,0 +1,84 @@
+// Internal to the buffer layer's sqlite files (sqlite_storage.cpp, preference_queue.cpp): a prepared
+// statement that finalizes itself, binds by index and reads columns, with errors that name the
+// component and the place. BUSY/LOCKED (after the connection's busy_timeout) throw SqliteBusy so the
+// caller's transaction can be retried.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+
+namespace trinity::buffer::detail {
+
+struct SqliteBusy {};
+
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const std::string& sql, std::string where, const char* component = "buffer")
+      : db_(db), where_(std::move(where)), component_(component) {
+    const int rc = sqlite3_prepare_v2(db, sql.c_str(), -1, &st_, nullptr);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw SqliteBusy{};
+    if (rc != SQLITE_OK)
+      throw IoError(component_, strcat(where_, ": cannot prepare '", sql, "': ", sqlite3_errmsg(db)));
+  }
+  ~Stmt() { sqlite3_finalize(st_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
+
+  Stmt& bind(int i, int64_t v) {
+    sqlite3_bind_int64(st_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, double v) {
+    sqlite3_bind_double(st_, i, v);
+    return *this;
+  }
+  Stmt& bind(int i, const std::string& v) {
+    sqlite3_bind_text(st_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind_blob(int i, const std::string& v) {
+    sqlite3_bind_blob(st_, i, v.data(), static_cast<int>(v.size()),
+                      SQLITE_STATIC);  // callers keep v alive until step()
+    return *this;
+  }
+  Stmt& bind_null(int i) {
+    sqlite3_bind_null(st_, i);
+    return *this;
+  }
+  // true = a row is available, false = done. `where` overrides the statement's place in the message.
+  bool step(const std::string& where = "") {
+    const int rc = sqlite3_step(st_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw SqliteBusy{};
+    throw IoError(component_, strcat(where.empty() ? where_ : where, ": ", sqlite3_errmsg(db_)));
+  }
+  void reset() {
+    sqlite3_reset(st_);
+    sqlite3_clear_bindings(st_);
+  }
+  int64_t i64(int c) const { return sqlite3_column_int64(st_, c); }
+  double f64(int c) const { return sqlite3_column_double(st_, c); }
+  bool is_null(int c) const { return sqlite3_column_type(st_, c) == SQLITE_NULL; }
+  std::string text(int c) const {
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(st_, c));
+    return p ? std::string(p, static_cast<size_t>(sqlite3_column_bytes(st_, c))) : std::string();
+  }
+  std::string_view blob(int c) const {
+    const auto* p = static_cast<const char*>(sqlite3_column_blob(st_, c));
+    return p ? std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(st_, c))) : std::string_view();
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* st_ = nullptr;
+  std::string where_;
+  const char* component_;
+};
+
+}  // namespace trinity::buffer::detail
