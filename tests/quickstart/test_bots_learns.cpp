@@ -1,11 +1,12 @@
 // BOTS learning test (examples/bots/run.sh): GRPO on a taskset where half the rows are far too hard
 // and a quarter already solved, with BOTS (difficulty_based + pass_rate_calculator, priors from the
-// model's own rollout_pass_rate) and with the shuffle baseline, over the same two seeds. BOTS must
-// keep far more tasks informative (selection/valid_ratio, 0 < pass rate < 1) and reach a greedy
-// eval accuracy of 0.5 in fewer explore steps, summed over the seeds. Measured on 2 cores
-// (150 steps, eval every 10): valid_ratio 0.80-0.81 vs 0.41-0.42; accuracy 0.5 at step 20 vs 30 in
-// both seeds; shuffle ends higher (0.73-0.74 vs 0.60-0.65 at step 150): BOTS stops rehearsing the
-// rows it has solved. docs/data.md gives the numbers.
+// model's own rollout_pass_rate) and with the shuffle baseline, over the same two seeds, 60 steps.
+// BOTS must keep far more tasks informative (selection/valid_ratio, 0 < pass rate < 1) and gain more
+// greedy eval accuracy over the run: the mean of the evals at steps 5..60 minus the step-0 eval,
+// summed over the seeds (relative to the start, so builds whose float arithmetic starts the SFT model
+// at another accuracy compare alike). Measured in release on 2 cores (eval every 5): valid_ratio
+// 0.78-0.81 vs 0.40-0.41, accuracy 0.5 at step 15 / 5 vs 35 / 30. Over 150 steps shuffle ends higher
+// (docs/data.md): BOTS stops rehearsing the rows it has solved.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -28,6 +29,14 @@ struct RunStats {
       if (a >= acc) return s;
     return 1000000;
   }
+  // Mean eval accuracy after step 0 minus the step-0 accuracy.
+  double gain() const {
+    double sum = 0;
+    int n = 0;
+    for (const auto& [s, a] : eval)
+      if (s > 0) sum += a, ++n;
+    return n && eval.count(0) ? sum / n - eval.at(0) : -1.0;
+  }
 };
 
 RunStats read_run(const fs::path& metrics) {
@@ -49,10 +58,10 @@ RunStats read_run(const fs::path& metrics) {
 
 }  // namespace
 
-TEST(BotsLearns, FewerStepsToTheSameAccuracyThanShuffle) {
+TEST(BotsLearns, MoreInformativeTasksAndFasterEarlyGainThanShuffle) {
   const fs::path dir = fs::temp_directory_path() / ("trinity-bots-test-" + std::to_string(getpid()));
   fs::remove_all(dir);
-  int64_t bots_steps = 0, shuffle_steps = 0;
+  double bots_gain = 0, shuffle_gain = 0;
   std::string report;
   for (int seed : {1, 2}) {
     const std::string log = dir.string() + "-" + std::to_string(seed) + ".log";
@@ -69,14 +78,16 @@ TEST(BotsLearns, FewerStepsToTheSameAccuracyThanShuffle) {
     const RunStats s =
         read_run(dir / ("checkpoints/bots/shuffle_seed" + std::to_string(seed)) / "monitor/metrics.jsonl");
     EXPECT_GE(b.valid_ratio, s.valid_ratio + 0.25) << "seed " << seed;
-    bots_steps += b.first_step_at(0.5);
-    shuffle_steps += s.first_step_at(0.5);
+    bots_gain += b.gain();
+    shuffle_gain += s.gain();
+    const double a0 = b.eval.count(0) ? b.eval.at(0) : 0;
     report += "seed " + std::to_string(seed) + ": valid_ratio " + std::to_string(b.valid_ratio) + " vs " +
-              std::to_string(s.valid_ratio) + ", accuracy 0.5 at step " + std::to_string(b.first_step_at(0.5)) +
-              " vs " + std::to_string(s.first_step_at(0.5)) + "\n";
+              std::to_string(s.valid_ratio) + "; accuracy at step 0 " + std::to_string(a0) + ", mean gain " +
+              std::to_string(b.gain()) + " vs " + std::to_string(s.gain()) + "; +0.05 reached at step " +
+              std::to_string(b.first_step_at(a0 + 0.05)) + " vs " + std::to_string(s.first_step_at(a0 + 0.05)) + "\n";
     fs::remove(log);
   }
-  EXPECT_LT(bots_steps, shuffle_steps) << report;
+  EXPECT_GT(bots_gain, shuffle_gain) << report;
   std::printf("%s", report.c_str());
   fs::remove_all(dir);
 }
