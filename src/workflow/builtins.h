@@ -23,7 +23,8 @@ void register_math_eval_workflow();           // math_eval_workflow.cpp
 void register_on_policy_distill_workflows();  // on_policy_distill_workflow.cpp
 void register_tool_call_workflow();           // tool_call_workflow.cpp
 
-// Inserts a built-in unless the name is already registered.
-void add_builtin(const std::string& name, WorkflowFactory factory);
+// Inserts a built-in unless the name is already registered. reads_prompt = false for workflows that
+// build their prompt from their own columns (workflow_reads_prompt).
+void add_builtin(const std::string& name, WorkflowFactory factory, bool reads_prompt = true);
 
 }  // namespace trinity::workflow::detail

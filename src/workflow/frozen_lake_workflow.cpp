@@ -229,8 +229,10 @@ class FrozenLakeWorkflow : public Workflow {
 }  // namespace
 
 void detail::register_frozen_lake_workflow() {
-  add_builtin("frozen_lake_workflow",
-              [](const buffer::Task& t) -> std::unique_ptr<Workflow> { return std::make_unique<FrozenLakeWorkflow>(t); });
+  add_builtin(
+      "frozen_lake_workflow",
+      [](const buffer::Task& t) -> std::unique_ptr<Workflow> { return std::make_unique<FrozenLakeWorkflow>(t); },
+      /*reads_prompt=*/false);  // the map comes from the row's seed / size / p
 }
 
 }  // namespace trinity::workflow

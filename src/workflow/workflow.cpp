@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <set>
 
 #include "core/error.h"
 #include "core/registry.h"
@@ -57,8 +58,16 @@ const std::vector<std::pair<std::string, std::string>>& workflow_aliases() {
   return a;
 }
 
-void detail::add_builtin(const std::string& name, WorkflowFactory factory) {
+namespace {
+std::set<std::string>& no_prompt_workflows() {
+  static std::set<std::string> s;
+  return s;
+}
+}  // namespace
+
+void detail::add_builtin(const std::string& name, WorkflowFactory factory, bool reads_prompt) {
   raw_registry().add(name, std::move(factory), /*replace=*/false);
+  if (!reads_prompt) no_prompt_workflows().insert(name);
 }
 
 void register_workflow(const std::string& name, WorkflowFactory factory) {
@@ -75,7 +84,8 @@ bool has_workflow(const std::string& name) {
 }
 
 bool workflow_reads_prompt(const std::string& name) {
-  return name != "frozen_lake_workflow";
+  registry();  // registers the built-ins (and their flags) on first use
+  return !no_prompt_workflows().count(name);
 }
 
 std::vector<std::string> workflow_names() {

@@ -54,8 +54,9 @@ void register_workflow(const std::string& name, WorkflowFactory factory);
 // and the list of registered names.
 std::unique_ptr<Workflow> make_workflow(const std::string& name, const buffer::Task& task);
 bool has_workflow(const std::string& name);
-// False for workflows that build their prompt from their own fields of the row (frozen_lake_workflow:
-// seed / size / p), so their tasksets need no prompt key (upstream's frozen lake data has none).
+// False for built-ins registered with reads_prompt = false (builtins.h): workflows that build their
+// prompt from their own columns (frozen_lake_workflow: seed / size / p), so their tasksets need no
+// prompt key (upstream's frozen lake data has none).
 bool workflow_reads_prompt(const std::string& name);
 std::vector<std::string> workflow_names();
 // Built-in alias names and the workflow each stands for (Trinity's async_* variants).
