@@ -31,8 +31,28 @@ std::string cell_text(const json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+std::vector<std::string> dump_rows(const std::vector<json>& js) {
+  std::vector<std::string> out;
+  out.reserve(js.size());
+  for (const auto& j : js) out.push_back(j.dump(-1, ' ', false, json::error_handler_t::replace));
+  return out;
+}
+
+// The built-in operators work on parsed rows, so the pipeline parses the taskset once (operators the
+// caller provides get JSON texts).
+class ParsedTaskOp : public TaskOperator {
+ public:
+  virtual std::map<std::string, double> process_parsed(std::vector<json>& rows) = 0;
+  std::map<std::string, double> process(std::vector<std::string>& rows) override {
+    std::vector<json> js = parse_rows(rows);
+    auto m = process_parsed(js);
+    rows = dump_rows(js);
+    return m;
+  }
+};
+
 // A data op over the text of `text_keys` joined by "\n".
-class DataTaskOp : public TaskOperator {
+class DataTaskOp : public ParsedTaskOp {
  public:
   DataTaskOp(const OperatorConfig& cfg, std::vector<std::string> default_keys) {
     json a = cfg.args.empty() ? json::object() : json::parse(cfg.args, nullptr, false);
@@ -52,8 +72,7 @@ class DataTaskOp : public TaskOperator {
     }
     op_ = make_data_op(cfg.name, a.dump());
   }
-  std::map<std::string, double> process(std::vector<std::string>& rows) override {
-    const std::vector<json> js = parse_rows(rows);
+  std::map<std::string, double> process_parsed(std::vector<json>& js) override {
     std::vector<std::string> texts(js.size());
     for (size_t i = 0; i < js.size(); ++i)
       for (const auto& k : keys_)
@@ -62,10 +81,10 @@ class DataTaskOp : public TaskOperator {
     std::vector<DataRow> in(texts.size());
     for (size_t i = 0; i < texts.size(); ++i) in[i].text = texts[i];
     DataOpResult r = op_->apply(in);
-    std::vector<std::string> kept;
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (r.keep.at(i)) kept.push_back(std::move(rows[i]));
-    rows = std::move(kept);
+    std::vector<json> kept;
+    for (size_t i = 0; i < js.size(); ++i)
+      if (r.keep.at(i)) kept.push_back(std::move(js[i]));
+    js = std::move(kept);
     return r.metrics;
   }
 
@@ -75,7 +94,7 @@ class DataTaskOp : public TaskOperator {
 };
 
 // Rows through an external program; the program's rows replace the input rows.
-class CommandTaskOp : public TaskOperator {
+class CommandTaskOp : public ParsedTaskOp {
  public:
   explicit CommandTaskOp(const OperatorConfig& cfg) {
     json rest;
@@ -88,8 +107,7 @@ class CommandTaskOp : public TaskOperator {
     }
     cmd_.id_key = id_key_;
   }
-  std::map<std::string, double> process(std::vector<std::string>& rows) override {
-    std::vector<json> js = parse_rows(rows);
+  std::map<std::string, double> process_parsed(std::vector<json>& js) override {
     for (size_t i = 0; i < js.size(); ++i) {
       if (js[i].contains(id_key_))
         throw ValueError("pipeline", strcat("task operator 'command': row ", i, " already has a column '", id_key_,
@@ -98,16 +116,19 @@ class CommandTaskOp : public TaskOperator {
     }
     std::string error;
     auto m = run_jsonl_command(cmd_, js, &error);
-    if (!m) return {{"filtered_count", 0}, {"error_count", 1}};
-    std::vector<std::string> out;
+    if (!m) {
+      for (auto& j : js) j.erase(id_key_);
+      return {{"filtered_count", 0}, {"error_count", 1}};
+    }
+    std::vector<json> out;
     out.reserve(m->size());
     for (auto& [i, r] : *m) {
       r.erase(id_key_);
-      out.push_back(r.dump(-1, ' ', false, json::error_handler_t::replace));
+      out.push_back(std::move(r));
     }
-    const size_t before = rows.size();
-    rows = std::move(out);
-    return {{"filtered_count", static_cast<double>(before - rows.size())}, {"error_count", 0}};
+    const size_t before = js.size();
+    js = std::move(out);
+    return {{"filtered_count", static_cast<double>(before - js.size())}, {"error_count", 0}};
   }
 
  private:
@@ -198,19 +219,27 @@ std::vector<std::string> TaskPipeline::run(std::vector<std::string> rows, TaskPi
                                            const std::function<void(size_t, const std::string&)>& on_op) {
   rep = {};
   rep.rows_in = static_cast<int64_t>(rows.size());
+  std::vector<json> js = parse_rows(rows);
+  rows.clear();
+  rows.shrink_to_fit();
   for (size_t i = 0; i < ops_.size(); ++i) {
     if (on_op) on_op(i, ops_[i].first);
     TaskPipelineReport::Op r;
     r.name = ops_[i].first;
-    r.rows_in = static_cast<int64_t>(rows.size());
+    r.rows_in = static_cast<int64_t>(js.size());
     Timer t;
-    r.metrics = ops_[i].second->process(rows);
+    if (auto* parsed = dynamic_cast<ParsedTaskOp*>(ops_[i].second.get())) {
+      r.metrics = parsed->process_parsed(js);
+    } else {  // a caller's operator: JSON texts in and out
+      std::vector<std::string> texts = dump_rows(js);
+      r.metrics = ops_[i].second->process(texts);
+      js = parse_rows(texts);
+    }
     r.seconds = t.seconds();
-    r.rows_out = static_cast<int64_t>(rows.size());
+    r.rows_out = static_cast<int64_t>(js.size());
     rep.ops.push_back(std::move(r));
   }
   // Scores and priority.
-  std::vector<json> js = parse_rows(rows);
   json w = json::parse(spec_.priority_weights.empty() ? "{}" : spec_.priority_weights);
   if (w.empty()) w = {{"difficulty", -0.7}, {"diversity", 0.8}, {"usage_frequency", -0.5}, {"quality", 1.0}};
   std::vector<std::map<std::string, double>> stats(js.size());
