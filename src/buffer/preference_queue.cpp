@@ -80,19 +80,7 @@ struct PreferenceQueue::Db {
   ~Db() {
     if (db) sqlite3_close_v2(db);
   }
-  void exec(const char* sql) {
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err);
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
-      sqlite3_free(err);
-      throw Busy{};
-    }
-    if (rc != SQLITE_OK) {
-      std::string msg = err ? err : sqlite3_errmsg(db);
-      sqlite3_free(err);
-      throw IoError("annotate", strcat(where, ": ", msg));
-    }
-  }
+  void exec(const char* sql) { detail::sqlite_exec(db, sql, where, "annotate"); }
   std::optional<PreferencePair> get(int64_t id) {
     Stmt s(db, strcat("SELECT ", kColumns, " FROM pairs WHERE id = ?").c_str(), where);
     s.bind(1, id);
@@ -107,31 +95,8 @@ struct PreferenceQueue::Db {
 
 template <typename Fn>
 auto PreferenceQueue::transaction(Fn&& fn) {
-  constexpr int kTries = 5;  // each after busy_timeout (10 s) of waiting for another process
-  for (int attempt = 1;; ++attempt) {
-    try {
-      db_->exec("BEGIN IMMEDIATE");
-      try {
-        if constexpr (std::is_void_v<decltype(fn())>) {
-          fn();
-          db_->exec("COMMIT");
-          return;
-        } else {
-          auto r = fn();
-          db_->exec("COMMIT");
-          return r;
-        }
-      } catch (...) {
-        sqlite3_exec(db_->db, "ROLLBACK", nullptr, nullptr, nullptr);
-        throw;
-      }
-    } catch (const Busy&) {
-      if (attempt >= kTries)
-        throw IoError("annotate", strcat(db_->where, ": database stayed locked after ", kTries,
-                                         " attempts (another process holds the write lock)"));
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
+  // 5 attempts, each after busy_timeout (10 s) of waiting for another process.
+  return detail::write_transaction(db_->db, db_->where, "annotate", 5, 0.1, std::forward<Fn>(fn));
 }
 
 PreferenceQueue::PreferenceQueue(const std::string& path, PreferenceQueueOptions opts)

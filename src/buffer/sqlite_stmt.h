@@ -1,14 +1,19 @@
 // Internal to the buffer layer's sqlite files (sqlite_storage.cpp, preference_queue.cpp): a prepared
-// statement that finalizes itself, binds by index and reads columns, with errors that name the
+// statement that finalizes itself, binds by index and reads columns; exec of plain SQL; and a write
+// transaction (BEGIN IMMEDIATE) retried while another process holds the lock. Errors name the
 // component and the place. BUSY/LOCKED (after the connection's busy_timeout) throw SqliteBusy so the
-// caller's transaction can be retried.
+// transaction can be retried.
 #pragma once
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <type_traits>
 
 #include "core/error.h"
 
@@ -80,5 +85,54 @@ class Stmt {
   std::string where_;
   const char* component_;
 };
+
+// sqlite3_exec of `sql`; SqliteBusy on BUSY/LOCKED, IoError naming `where` and the statement otherwise.
+inline void sqlite_exec(sqlite3* db, const std::string& sql, const std::string& where,
+                        const char* component = "buffer") {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+    sqlite3_free(err);
+    throw SqliteBusy{};
+  }
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db);
+    sqlite3_free(err);
+    throw IoError(component, strcat(where, ": ", msg, " (in: ", sql.substr(0, 80), ")"));
+  }
+}
+
+// Runs fn() inside BEGIN IMMEDIATE ... COMMIT (ROLLBACK when it throws) and returns its result. A
+// SqliteBusy anywhere in it retries the whole transaction up to `tries` attempts, `retry_s` apart
+// (on_retry(attempt) is called before each wait); then IoError naming `where`.
+template <typename Fn>
+auto write_transaction(sqlite3* db, const std::string& where, const char* component, int tries, double retry_s, Fn&& fn,
+                       const std::function<void(int)>& on_retry = {}) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      sqlite_exec(db, "BEGIN IMMEDIATE", where, component);
+      try {
+        if constexpr (std::is_void_v<decltype(fn())>) {
+          fn();
+          sqlite_exec(db, "COMMIT", where, component);
+          return;
+        } else {
+          auto r = fn();
+          sqlite_exec(db, "COMMIT", where, component);
+          return r;
+        }
+      } catch (...) {
+        sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+      }
+    } catch (const SqliteBusy&) {
+      if (attempt >= tries)
+        throw IoError(component, strcat(where, ": database stayed locked after ", tries,
+                                        " attempts (another process holds the write lock)"));
+      if (on_retry) on_retry(attempt);
+      std::this_thread::sleep_for(std::chrono::duration<double>(retry_s));
+    }
+  }
+}
 
 }  // namespace trinity::buffer::detail

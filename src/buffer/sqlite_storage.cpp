@@ -47,49 +47,15 @@ struct SqliteStorage::Db {
   sqlite3* db = nullptr;
   std::mutex mu;
   ~Db() { if (db) sqlite3_close_v2(db); }
-  void exec(const std::string& sql, const std::string& where) {
-    char* err = nullptr;
-    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
-      sqlite3_free(err);
-      throw Busy{};
-    }
-    if (rc != SQLITE_OK) {
-      std::string msg = err ? err : sqlite3_errmsg(db);
-      sqlite3_free(err);
-      throw IoError("buffer", strcat(where, ": ", msg, " (in: ", sql.substr(0, 80), ")"));
-    }
-  }
+  void exec(const std::string& sql, const std::string& where) { detail::sqlite_exec(db, sql, where); }
 };
 
 template <typename Fn>
 auto SqliteStorage::transaction(Fn&& fn) {
   const int tries = static_cast<int>(std::max<int64_t>(1, cfg_.max_retry_times + 1));
-  for (int attempt = 1;; ++attempt) {
-    try {
-      db_->exec("BEGIN IMMEDIATE", describe());
-      try {
-        if constexpr (std::is_void_v<decltype(fn())>) {
-          fn();
-          db_->exec("COMMIT", describe());
-          return;
-        } else {
-          auto r = fn();
-          db_->exec("COMMIT", describe());
-          return r;
-        }
-      } catch (...) {
-        sqlite3_exec(db_->db, "ROLLBACK", nullptr, nullptr, nullptr);
-        throw;
-      }
-    } catch (const Busy&) {
-      if (attempt >= tries)
-        throw IoError("buffer", strcat(describe(), ": database stayed locked after ", tries,
-                                       " attempts (another process holds the write lock)"));
-      log::warn(describe(), ": database busy, retry ", attempt, "/", tries - 1);
-      std::this_thread::sleep_for(std::chrono::duration<double>(cfg_.max_retry_interval));
-    }
-  }
+  return detail::write_transaction(
+      db_->db, describe(), "buffer", tries, cfg_.max_retry_interval, std::forward<Fn>(fn),
+      [&](int attempt) { log::warn(describe(), ": database busy, retry ", attempt, "/", tries - 1); });
 }
 
 std::vector<std::string> sqlite_buffer_names(const std::string& path) {
