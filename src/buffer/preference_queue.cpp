@@ -147,6 +147,23 @@ double PreferenceQueue::now() const {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+bool PreferenceQueue::is_queue_file(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(db);
+    return false;
+  }
+  bool yes = false;
+  try {
+    detail::Stmt st(db, "SELECT COUNT(*) FROM pragma_table_info('pairs') WHERE name IN ('prompt_hash', 'response_a')",
+                    path, "annotate");
+    yes = st.step() && st.i64(0) == 2;
+  } catch (...) {  // not a sqlite file, locked, ...: not a queue we can use
+  }
+  sqlite3_close_v2(db);
+  return yes;
+}
+
 std::string PreferenceQueue::prompt_hash(const std::string& prompt_json) {
   return sha256_hex(detail::parse_json(prompt_json, "annotate prompt").dump());
 }

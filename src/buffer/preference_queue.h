@@ -91,6 +91,8 @@ class PreferenceQueue {
   // The key of a prompt: sha256 hex of its canonical JSON (parsed and re-dumped, so whitespace does not
   // matter). ValueError when `prompt_json` is not JSON.
   static std::string prompt_hash(const std::string& prompt_json);
+  // True when `path` is a sqlite file holding a queue (read-only check; false for anything else).
+  static bool is_queue_file(const std::string& path);
 
   bool contains(const std::string& prompt_hash);
   // Stores a pair; false when its prompt is already queued (nothing changes then).

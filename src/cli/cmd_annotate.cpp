@@ -34,6 +34,8 @@
 #include "monitor/progress.h"
 #include "server/http_server.h"
 #include "server/protocol.h"
+#include "studio/annotate_api.h"
+#include "studio/http_util.h"
 
 namespace trinity::cli {
 
@@ -249,154 +251,6 @@ GenReport generate(buffer::PreferenceQueue& q, const std::vector<PromptRow>& pro
   return rep;
 }
 
-// ---- HTTP API ----
-
-std::string error_json(int status, const std::string& msg, const std::string& code, const std::string& param = "") {
-  return server::error_body(
-      server::ApiError(status, msg, param, code, status >= 500 ? "server_error" : "invalid_request_error"));
-}
-
-void reply(server::http::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
-void reply_error(server::http::Response& res, int status, const std::string& msg, const std::string& code,
-                 const std::string& param = "") {
-  res.status = status;
-  res.set_content(error_json(status, msg, code, param), "application/json");
-}
-
-std::string url_decode(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::string query_param(const std::string& query, const std::string& name) {
-  size_t pos = 0;
-  while (pos <= query.size()) {
-    const size_t amp = std::min(query.find('&', pos), query.size());
-    const std::string kv = query.substr(pos, amp - pos);
-    const size_t eq = kv.find('=');
-    if (url_decode(kv.substr(0, eq)) == name) return eq == std::string::npos ? "" : url_decode(kv.substr(eq + 1));
-    pos = amp + 1;
-  }
-  return "";
-}
-
-// A bad request body or field: answered 400 naming the field.
-struct BadRequest {
-  std::string message, param;
-};
-
-json parse_body(const std::string& body) {
-  check_json_depth(body, "request body", kMaxJsonDepth, "annotate");
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw BadRequest{"the request body must be a JSON object", ""};
-  return j;
-}
-
-int64_t id_field(const json& j) {
-  if (!j.contains("id") || !j["id"].is_number_integer())
-    throw BadRequest{"'id' (an integer pair id) is required", "id"};
-  return j["id"].get<int64_t>();
-}
-
-std::string str_field(const json& j, const char* key, bool required) {
-  if (!j.contains(key) || j[key].is_null()) {
-    if (required) throw BadRequest{strcat("'", key, "' (a string) is required"), key};
-    return "";
-  }
-  if (!j[key].is_string()) throw BadRequest{strcat("'", key, "' must be a string"), key};
-  return j[key].get<std::string>();
-}
-
-void reply_outcome(server::http::Response& res, const buffer::QueueOutcome& o, int64_t id, const char* state) {
-  switch (o.status) {
-    case buffer::QueueOutcome::kOk:
-      reply(res, 200, {{"ok", true}, {"id", id}, {"state", state}});
-      return;
-    case buffer::QueueOutcome::kInvalid:
-      reply_error(res, 400, o.message, "invalid_value");
-      return;
-    case buffer::QueueOutcome::kNotFound:
-      reply_error(res, 404, o.message, "not_found");
-      return;
-    case buffer::QueueOutcome::kConflict:
-      reply_error(res, 409, o.message, "conflict");
-      return;
-  }
-}
-
-json stats_json(const buffer::PreferenceStats& s) {
-  json by_ann = json::object();
-  for (const auto& [who, m] : s.by_annotator) by_ann[who] = m;
-  return {{"states", s.by_state}, {"identical", s.identical}, {"annotators", by_ann}, {"total", s.total}};
-}
-
-void handle(buffer::PreferenceQueue& q, const server::http::Request& req, server::http::Response& res) {
-  const std::string& path = req.path;
-  const bool get = req.method == "GET", post = req.method == "POST";
-  try {
-    if (path == "/api/annotate/next" && get) {
-      const std::string who = query_param(req.query, "annotator");
-      if (who.empty()) throw BadRequest{"the 'annotator' query parameter is required (?annotator=NAME)", "annotator"};
-      const auto r = q.next(who);
-      if (!r.pair) {
-        reply(res, 200, {{"done", true}, {"remaining", r.remaining}});
-        return;
-      }
-      const auto& p = *r.pair;
-      json prompt = json::parse(p.prompt, nullptr, false);
-      reply(res, 200,
-            {{"id", p.id},
-             {"lease", p.lease_token},
-             {"prompt", prompt},
-             {"a", p.response_a},
-             {"b", p.response_b},
-             {"remaining", r.remaining},
-             {"lease_expires_at", buffer::iso8601_utc(p.lease_expires_at)}});
-    } else if (path == "/api/annotate/label" && post) {
-      const json j = parse_body(req.body);
-      const int64_t id = id_field(j);
-      const std::string lease = str_field(j, "lease", true), choice = str_field(j, "choice", true);
-      reply_outcome(res, q.label(id, lease, choice, str_field(j, "annotator", false)), id, "labelled");
-    } else if (path == "/api/annotate/skip" && post) {
-      const json j = parse_body(req.body);
-      const int64_t id = id_field(j);
-      reply_outcome(res, q.skip(id, str_field(j, "lease", true)), id, "skipped");
-    } else if (path == "/api/annotate/undo" && post) {
-      const json j = parse_body(req.body);
-      const int64_t id = id_field(j);
-      reply_outcome(res, q.undo(id, str_field(j, "annotator", true)), id, "pending");
-    } else if (path == "/api/annotate/stats" && get) {
-      reply(res, 200, stats_json(q.stats()));
-    } else if (path == "/api/annotate/next" || path == "/api/annotate/stats" || path == "/api/annotate/label" ||
-               path == "/api/annotate/skip" || path == "/api/annotate/undo") {
-      reply_error(res, 405, strcat("method ", req.method, " is not allowed on ", path), "method_not_allowed");
-    } else {
-      reply_error(res, 404, strcat("no route ", req.method, " ", path, " (see docs/data.md)"), "not_found");
-    }
-  } catch (const BadRequest& b) {
-    reply_error(res, 400, b.message, "invalid_request", b.param);
-  } catch (const ValueError& e) {  // a body nested too deep
-    reply_error(res, 400, e.what(), "invalid_request");
-  } catch (const Error& e) {  // the database failed (IoError): the client may retry
-    reply_error(res, 503, e.what(), "unavailable");
-  }
-}
-
 int64_t positive(const Args& a, const char* flag, int64_t def) {
   const int64_t v = a.i64(flag, def);
   if (v < 1) throw ConfigError("annotate", strcat("--", flag, " must be >= 1, got ", v));
@@ -511,9 +365,14 @@ int cmd_data_annotate(const Argv& argv) {
   ho.workers = 4;
   ho.fast_workers = 1;
   ho.max_body_bytes = size_t{1} << 20;
-  ho.handler = [&q](const server::http::Request& req, server::http::Response& res) { handle(q, req, res); };
+  ho.handler = [&q](const server::http::Request& req, server::http::Response& res) {
+    studio::handle_annotate(q, req, res);
+  };
   ho.error_body = [](int status, const std::string& msg) {
-    return error_json(status, msg, status == 413 ? "request_too_large" : status == 408 ? "request_timeout" : "");
+    return studio::error_json(status, msg,
+                              status == 413   ? "request_too_large"
+                              : status == 408 ? "request_timeout"
+                                              : "");
   };
   server::http::Server srv(std::move(ho));
   const int bound = srv.bind();

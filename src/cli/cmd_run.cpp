@@ -5,10 +5,14 @@
 // eval reward before and after, time, where the checkpoint and the logs are.
 #include <cstdio>
 
+#include <filesystem>
+
 #include "cli/args.h"
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/name_check.h"
 #include "config/config.h"
+#include "core/error.h"
 #include "core/file.h"
 #include "core/signals.h"
 #include "launcher/launcher.h"
@@ -63,7 +67,12 @@ int cmd_run(const Argv& argv) {
   check_workflow_names(r);
   for (const auto& w : r.warnings) std::fprintf(stderr, "trinity: warning: %s\n", w.c_str());
   StopSignals signals("stopping after the current step");
-  const auto stages = launcher::run(r, signals.flag());
+  launcher::RunOrigin origin;  // for run_status.json: how to run it again (Studio's resume)
+  origin.config_path = std::filesystem::absolute(a.str("config")).lexically_normal().string();
+  origin.sets = a.all("set");
+  origin.cwd = std::filesystem::current_path().string();
+  origin.version = strcat(build::kVersion, " (", build::kCommit, ")");
+  const auto stages = launcher::run(r, signals.flag(), &origin);
   print_summary(stages);
   return signals.stopped() ? 130 : 0;
 }

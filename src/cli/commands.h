@@ -19,6 +19,7 @@ int cmd_buffer_head(const Argv& args);
 int cmd_buffer_export(const Argv& args);
 int cmd_tokenize(const Argv& args);
 int cmd_serve(const Argv& args);
+int cmd_studio(const Argv& args);
 int cmd_make_data(const Argv& args);
 int cmd_data_annotate(const Argv& args);
 int cmd_data_process(const Argv& args);

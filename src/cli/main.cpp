@@ -38,6 +38,7 @@ const Command kCommands[] = {
     {"data annotate", trinity::cli::cmd_data_annotate,
      "pairwise-preference labelling: generate pairs, serve a labelling API, export DPO data"},
     {"serve", trinity::cli::cmd_serve, "OpenAI-compatible HTTP server over the generation engine"},
+    {"studio", trinity::cli::cmd_studio, "web UI: runs, live dashboards, rollouts, config, chat, labelling"},
     {"tokenize", trinity::cli::cmd_tokenize, "tokenize JSONL text / chat messages with a HF tokenizer dir"},
     {"debug logprobs", trinity::cli::cmd_debug_logprobs, "per-token logprobs and entropy of token sequences"},
     {"debug workflow", trinity::cli::cmd_debug_workflow,

@@ -27,6 +27,7 @@
 #include "explorer/external_client.h"
 #include "hub/model.h"
 #include "launcher/llm_judge.h"
+#include "launcher/run_status.h"
 #include "launcher/task_pipeline_run.h"
 #include "launcher/train_loop.h"
 #include "model/checkpoint_dtype.h"
@@ -595,7 +596,11 @@ config::Config resolve_hub_models(const config::Config& cfg) {
   return c;
 }
 
-StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop) {
+namespace {
+StageSummary run_mode(const config::Config& c, const std::atomic<bool>* stop);
+}  // namespace
+
+StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop, const RunOrigin* origin) {
   config::Config c = resolve_hub_models(cfg);
   choose_threads(c);
   if (c.explorer.max_repeat_times_per_runner)
@@ -618,6 +623,31 @@ StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop)
     log::info("removed ", n, " temporary file(s) left in ", c.job_dir(), " by a killed run");
   log::info("stage '", c.name, "': mode ", c.mode, ", algorithm ", c.algorithm.algorithm_type, ", job dir ", c.job_dir());
   Timer timer;
+  RunStatus status;
+  status.mode = c.mode, status.project = c.project, status.name = c.name;
+  if (const auto slash = c.name.find('/'); slash != std::string::npos)
+    status.name = c.name.substr(0, slash), status.stage = c.name.substr(slash + 1);
+  if (origin) status.config = origin->config_path, status.sets = origin->sets, status.cwd = origin->cwd;
+  if (origin) status.version = origin->version;
+  RunStatusWriter status_file(c.job_dir(), status);
+  StageSummary s;
+  try {
+    s = run_mode(c, stop);
+  } catch (const std::exception& e) {
+    status_file.finish("failed", e.what());
+    throw;
+  }
+  status_file.finish(s.stopped ? "stopped" : "finished");
+  s.name = c.name;
+  s.mode = c.mode;
+  s.job_dir = c.job_dir();
+  s.seconds = timer.seconds();
+  return s;
+}
+
+namespace {
+
+StageSummary run_mode(const config::Config& c, const std::atomic<bool>* stop) {
   StageSummary s;
   if (c.mode == "both")
     s = run_both(c, stop, true, true);
@@ -632,18 +662,18 @@ StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop)
   else if (c.mode == "serve")
     s = run_serve(c, stop);
   else
-    throw UnsupportedError("launcher", strcat("mode '", c.mode, "' is not supported by `trinity run` (use `trinity serve` for serving)"));
-  s.name = c.name;
-  s.mode = c.mode;
-  s.job_dir = c.job_dir();
-  s.seconds = timer.seconds();
+    throw UnsupportedError(
+        "launcher", strcat("mode '", c.mode, "' is not supported by `trinity run` (use `trinity serve` for serving)"));
   return s;
 }
 
-std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop) {
+}  // namespace
+
+std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop,
+                              const RunOrigin* origin) {
   std::vector<StageSummary> out;
   if (loaded.stages.empty()) {
-    out.push_back(run_stage(loaded.config, stop));
+    out.push_back(run_stage(loaded.config, stop, origin));
     return out;
   }
   const config::Config& root = loaded.config;
@@ -660,7 +690,7 @@ std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomi
       log::info("stage '", key, "' already finished (", prev_ckpt, "); skipping");
       continue;
     }
-    StageSummary s = run_stage(c, stop);
+    StageSummary s = run_stage(c, stop, origin);
     out.push_back(s);
     if (s.stopped) break;
     if (!s.last_checkpoint.empty()) prev_ckpt = s.last_checkpoint;

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "config/config.h"
+#include "launcher/run_status.h"
 
 namespace trinity::explorer {
 struct RolloutModel;
@@ -38,10 +39,12 @@ struct StageSummary {
   bool stopped = false;
 };
 
-// Runs all stages (or the config itself); returns one summary per stage run.
-std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop);
+// Runs all stages (or the config itself); returns one summary per stage run. Every stage run writes
+// <job_dir>/run_status.json (run_status.h); `origin` (may be null) says how to run it again.
+std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop,
+                              const RunOrigin* origin = nullptr);
 // Runs one resolved stage config.
-StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop);
+StageSummary run_stage(const config::Config& cfg, const std::atomic<bool>* stop, const RunOrigin* origin = nullptr);
 
 // `cfg` with every Hugging Face Hub model id (model.model_path, model.critic_model_path,
 // explorer.auxiliary_models[].model_path; "Org/Name" or "Org/Name@revision") replaced by its local

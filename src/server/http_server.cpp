@@ -65,16 +65,22 @@ const char* reason(int status) {
       return "OK";
     case 204:
       return "No Content";
+    case 302:
+      return "Found";
     case 400:
       return "Bad Request";
     case 401:
       return "Unauthorized";
+    case 403:
+      return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
       return "Method Not Allowed";
     case 408:
       return "Request Timeout";
+    case 409:
+      return "Conflict";
     case 413:
       return "Payload Too Large";
     case 431:

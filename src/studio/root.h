@@ -1,0 +1,25 @@
+// The studio's root folder (--root): every path the API takes is resolved against it and must stay
+// inside it after following symlinks (HttpError 403 otherwise), so no request reads or writes outside.
+#pragma once
+
+#include <string>
+
+namespace trinity::studio {
+
+class Root {
+ public:
+  // `dir` must exist (ConfigError otherwise); kept as its canonical absolute path.
+  explicit Root(const std::string& dir);
+  const std::string& dir() const { return dir_; }
+  // `path` (relative to the root, or absolute) as a canonical absolute path inside the root.
+  // HttpError 400 when empty, 403 when it leaves the root. The file need not exist.
+  std::string resolve(const std::string& path, const char* param = "path") const;
+  // `abs` relative to the root ("." for the root itself); "" when it is outside.
+  std::string relative(const std::string& abs) const;
+  bool contains(const std::string& abs) const;
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace trinity::studio
