@@ -174,17 +174,7 @@ class SqliteBrowser : public BufferBrowser {
     }
     return i;
   }
-  Experience row(Stmt& st) const {
-    const std::string where = strcat(where_, " row ", st.i64(0));
-    Experience e = experience_from_json(st.text(1), where);
-    decode_arrays(st.blob(2), e, where);
-    if (st.is_null(3))
-      e.reward.reset();
-    else
-      e.reward = st.f64(3);
-    e.use_count = st.i64(4);
-    return e;
-  }
+  Experience row(const Stmt& st) const { return detail::read_experience(st, 1, strcat(where_, " row ", st.i64(0))); }
 
   std::string path_, table_, where_;
   sqlite3* db_ = nullptr;

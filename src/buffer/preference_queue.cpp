@@ -23,7 +23,7 @@ using detail::json;
 
 namespace {
 
-constexpr int kSchemaVersion = 1;  // PRAGMA user_version of a queue file
+constexpr int kQueueSchemaVersion = 1;  // PRAGMA user_version of a queue file
 
 using Busy = detail::SqliteBusy;
 
@@ -123,9 +123,9 @@ PreferenceQueue::PreferenceQueue(const std::string& path, PreferenceQueueOptions
   }
   transaction([&] {
     const int64_t version = db_->count("PRAGMA user_version");
-    if (version > kSchemaVersion)
+    if (version > kQueueSchemaVersion)
       throw IoError("annotate", strcat(db_->where, ": schema version ", version, " is newer than this trinity's (",
-                                       kSchemaVersion, "); upgrade trinity"));
+                                       kQueueSchemaVersion, "); upgrade trinity"));
     db_->exec(
         "CREATE TABLE IF NOT EXISTS pairs ("
         "id INTEGER PRIMARY KEY, prompt_hash TEXT NOT NULL UNIQUE, prompt TEXT NOT NULL, "
@@ -136,7 +136,7 @@ PreferenceQueue::PreferenceQueue(const std::string& path, PreferenceQueueOptions
         "choice TEXT CHECK (choice IS NULL OR choice IN ('a', 'b', 'tie', 'both_bad')), annotator TEXT, "
         "labelled_at REAL)");
     db_->exec("CREATE INDEX IF NOT EXISTS pairs_state ON pairs (state, id)");
-    db_->exec(strcat("PRAGMA user_version = ", kSchemaVersion).c_str());
+    db_->exec(strcat("PRAGMA user_version = ", kQueueSchemaVersion).c_str());
   });
 }
 

@@ -2,7 +2,7 @@
 // statement that finalizes itself, binds by index and reads columns; exec of plain SQL; and a write
 // transaction (BEGIN IMMEDIATE) retried while another process holds the lock. Errors name the
 // component and the place. BUSY/LOCKED (after the connection's busy_timeout) throw SqliteBusy so the
-// transaction can be retried.
+// transaction can be retried. read_experience decodes a stored experience row.
 #pragma once
 
 #include <sqlite3.h>
@@ -15,6 +15,7 @@
 #include <thread>
 #include <type_traits>
 
+#include "buffer/experience.h"
 #include "core/error.h"
 
 namespace trinity::buffer::detail {
@@ -85,6 +86,19 @@ class Stmt {
   std::string where_;
   const char* component_;
 };
+
+// The experience stored in columns c .. c+3 of the current row: meta JSON, arrays blob, reward (NULL =
+// pending), use count. `where` names the row in errors.
+inline Experience read_experience(const Stmt& st, int c, const std::string& where) {
+  Experience e = experience_from_json(st.text(c), where);
+  decode_arrays(st.blob(c + 1), e, where);
+  if (st.is_null(c + 2))
+    e.reward.reset();
+  else
+    e.reward = st.f64(c + 2);
+  e.use_count = st.i64(c + 3);
+  return e;
+}
 
 // sqlite3_exec of `sql`; SqliteBusy on BUSY/LOCKED, IoError naming `where` and the statement otherwise.
 inline void sqlite_exec(sqlite3* db, const std::string& sql, const std::string& where,

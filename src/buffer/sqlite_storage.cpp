@@ -257,14 +257,7 @@ bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadR
       if (get.i64(5) > kSchemaVersion)
         throw ValueError("buffer", strcat(where, ": schema_version ", get.i64(5), " is newer than this build (",
                                           kSchemaVersion, ")"));
-      Experience e = experience_from_json(get.text(1), where);
-      decode_arrays(get.blob(2), e, where);
-      if (get.is_null(3))
-        e.reward.reset();
-      else
-        e.reward = get.f64(3);
-      e.use_count = get.i64(4);
-      out.batch.push_back(std::move(e));
+      out.batch.push_back(detail::read_experience(get, 1, where));
       get.reset();
     }
     out.lease = lease;
@@ -401,12 +394,7 @@ std::vector<Experience> SqliteStorage::scan(int64_t offset, int64_t limit) {
   st.bind(1, limit).bind(2, offset);
   std::vector<Experience> out;
   while (st.step(describe())) {
-    const std::string where = strcat(describe(), " row ", st.i64(0));
-    Experience e = experience_from_json(st.text(1), where);
-    decode_arrays(st.blob(2), e, where);
-    if (st.is_null(3)) e.reward.reset(); else e.reward = st.f64(3);
-    e.use_count = st.i64(4);
-    out.push_back(std::move(e));
+    out.push_back(detail::read_experience(st, 1, strcat(describe(), " row ", st.i64(0))));
   }
   return out;
 }

@@ -30,30 +30,19 @@ bool is_model_dir(const fs::path& d) {
   return false;
 }
 
-void find_models(const fs::path& dir, int depth, size_t& seen, std::vector<fs::path>& out) {
-  if (depth > 7 || seen > 50000) return;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (++seen > 50000) return;
-    std::error_code e2;
-    if (!it->is_directory(e2) || it->is_symlink(e2)) continue;
-    const std::string n = it->path().filename().string();
-    if (n.empty() || n[0] == '.' || n == "node_modules" || n == "monitor" || n == "buffer" || n == "tensorboard")
-      continue;
-    if (is_model_dir(it->path()))
-      out.push_back(it->path());
-    else
-      find_models(it->path(), depth + 1, seen, out);
-  }
-}
-
 }  // namespace
 
 json Chat::models() const {
-  std::vector<fs::path> dirs;
-  size_t seen = 0;
-  find_models(root_.dir(), 0, seen, dirs);
+  std::vector<fs::path> dirs;  // model folders (not entered further); run internals without models skipped
+  root_.walk(
+      [&](const fs::path& p, bool is_dir) {
+        const std::string n = p.filename().string();
+        if (!is_dir || n == "monitor" || n == "buffer" || n == "tensorboard") return false;
+        if (!is_model_dir(p)) return true;
+        dirs.push_back(p);
+        return false;
+      },
+      7);
   json out = json::array();
   for (const auto& d : dirs) {
     json j = {{"path", root_.relative(d.string())}, {"run", nullptr}, {"step", nullptr}};

@@ -282,9 +282,12 @@ json check_config_text(const std::string& text, const std::string& label, const 
       err["line"] = std::stoi(m[1]);
       rest = m[2];
     }
+    // The key: "unknown key 'a.b'", or a message that starts with the key ("a.b: ..." / "a.b must ...").
     static const std::regex unknown(R"(unknown key '([^']+)')");
     static const std::regex lead(R"(^([A-Za-z_][A-Za-z0-9_.\[\]]*): )");
-    if (std::regex_search(rest, m, unknown) || std::regex_search(rest, m, lead)) err["key"] = m[1].str();
+    static const std::regex dotted(R"(^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_\[\]]*)+) )");
+    if (std::regex_search(rest, m, unknown) || std::regex_search(rest, m, lead) || std::regex_search(rest, m, dotted))
+      err["key"] = m[1].str();
     out["errors"].push_back(err);
   }
   return out;

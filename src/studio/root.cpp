@@ -35,6 +35,23 @@ std::string Root::resolve(const std::string& path, const char* param) const {
   return abs;
 }
 
+void Root::walk(const std::function<bool(const fs::path&, bool)>& visit, int max_depth, size_t max_entries) const {
+  size_t seen = 0;
+  std::function<void(const fs::path&, int)> rec = [&](const fs::path& dir, int depth) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      if (++seen > max_entries) return;
+      std::error_code e2;
+      const bool is_dir = it->is_directory(e2) && !it->is_symlink(e2);
+      const std::string name = it->path().filename().string();
+      if (is_dir && (name.empty() || name[0] == '.' || name == "node_modules" || name == "__pycache__")) continue;
+      if (visit(it->path(), is_dir) && is_dir && depth < max_depth) rec(it->path(), depth + 1);
+    }
+  };
+  rec(dir_, 0);
+}
+
 std::string Root::relative(const std::string& abs) const {
   if (!contains(abs)) return "";
   if (abs == dir_) return ".";

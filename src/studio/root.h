@@ -2,6 +2,8 @@
 // inside it after following symlinks (HttpError 403 otherwise), so no request reads or writes outside.
 #pragma once
 
+#include <filesystem>
+#include <functional>
 #include <string>
 
 namespace trinity::studio {
@@ -17,6 +19,12 @@ class Root {
   // `abs` relative to the root ("." for the root itself); "" when it is outside.
   std::string relative(const std::string& abs) const;
   bool contains(const std::string& abs) const;
+  // Visits what is under the root depth-first, at most `max_depth` folders deep and `max_entries`
+  // entries in all (a huge tree is cut short, not walked for minutes); symlinks, hidden folders,
+  // node_modules and __pycache__ are never entered. `visit(path, is_dir)` returns, for a folder,
+  // whether to enter it (ignored for files).
+  void walk(const std::function<bool(const std::filesystem::path&, bool is_dir)>& visit, int max_depth,
+            size_t max_entries = 50000) const;
 
  private:
   std::string dir_;

@@ -27,7 +27,6 @@ namespace {
 
 constexpr const char* kLogName = "studio_run.log";
 constexpr int kMaxDepth = 6;
-constexpr size_t kMaxEntries = 50000;
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -38,27 +37,23 @@ bool is_run_dir(const fs::path& d) {
   return fs::exists(d / launcher::kRunStatusFile, ec) || fs::exists(d / "monitor" / "metrics.jsonl", ec);
 }
 
-bool skip_dir(const std::string& name) {
-  return name.empty() || name[0] == '.' || name == "node_modules" || name.starts_with("global_step_") ||
-         name == "monitor" || name == "huggingface" || name == "tensorboard" || name == "buffer" ||
-         name == "__pycache__" || name == "CMakeFiles";
-}
-
-void discover(const fs::path& dir, int depth, size_t& seen, std::vector<std::string>& out) {
-  if (depth > kMaxDepth || seen > kMaxEntries) return;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
-       it.increment(ec)) {
-    if (++seen > kMaxEntries) return;
-    std::error_code e2;
-    if (!it->is_directory(e2) || it->is_symlink(e2)) continue;
-    const std::string name = it->path().filename().string();
-    if (skip_dir(name)) continue;
-    if (is_run_dir(it->path()))
-      out.push_back(it->path().string());
-    else
-      discover(it->path(), depth + 1, seen, out);
-  }
+// The job dirs under the root: a folder that is a run is listed and not entered; checkpoint
+// internals and build trees are not entered.
+std::vector<std::string> discover(const Root& root) {
+  std::vector<std::string> out;
+  root.walk(
+      [&](const fs::path& p, bool is_dir) {
+        if (!is_dir) return false;
+        const std::string n = p.filename().string();
+        if (n.starts_with("global_step_") || n == "monitor" || n == "huggingface" || n == "tensorboard" ||
+            n == "buffer" || n == "CMakeFiles")
+          return false;
+        if (!is_run_dir(p)) return true;
+        out.push_back(p.string());
+        return false;
+      },
+      kMaxDepth);
+  return out;
 }
 
 // The last `max_lines` lines of a text file (reads at most its last 256 KiB).
@@ -138,11 +133,8 @@ void Runs::reap() {
 }
 
 std::vector<std::string> Runs::ids() const {
-  std::vector<std::string> dirs;
-  size_t seen = 0;
-  discover(root_.dir(), 0, seen, dirs);
   std::vector<std::string> out;
-  for (const auto& d : dirs) out.push_back(root_.relative(d));
+  for (const auto& d : discover(root_)) out.push_back(root_.relative(d));
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -221,9 +213,7 @@ json Runs::run_json(const std::string& dir) {
 }
 
 json Runs::list() {
-  std::vector<std::string> dirs;
-  size_t seen = 0;
-  discover(root_.dir(), 0, seen, dirs);
+  const std::vector<std::string> dirs = discover(root_);
   json runs = json::array();
   for (const auto& d : dirs) runs.push_back(run_json(d));
   // Children whose job dir has no status yet: starting, or failed before the first stage began.

@@ -67,22 +67,20 @@ std::string without_token(const std::string& query) {
   return out;
 }
 
+// The first preference queue file under the root ("" when none).
 std::string find_queue(const Root& root) {
-  std::error_code ec;
-  size_t seen = 0;
-  for (fs::recursive_directory_iterator it(root.dir(), fs::directory_options::skip_permission_denied, ec), end;
-       !ec && it != end; it.increment(ec)) {
-    if (++seen > 20000) break;
-    const std::string n = it->path().filename().string();
-    if (it->is_directory(ec)) {
-      if (n.starts_with(".") || n == "node_modules" || n.starts_with("global_step_") || it.depth() > 4)
-        it.disable_recursion_pending();
-      continue;
-    }
-    if ((n.ends_with(".db") || n.ends_with(".sqlite")) && buffer::PreferenceQueue::is_queue_file(it->path().string()))
-      return it->path().string();
-  }
-  return "";
+  std::string found;
+  root.walk(
+      [&](const fs::path& p, bool is_dir) {
+        const std::string n = p.filename().string();
+        if (is_dir) return found.empty() && !n.starts_with("global_step_") && n != "monitor";
+        if (found.empty() && (n.ends_with(".db") || n.ends_with(".sqlite")) &&
+            buffer::PreferenceQueue::is_queue_file(p.string()))
+          found = p.string();
+        return false;
+      },
+      4, 20000);
+  return found;
 }
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -355,20 +353,14 @@ struct Studio::Impl {
 
   json list_configs() const {
     std::vector<std::string> out;
-    std::error_code ec;
-    size_t seen = 0;
-    for (fs::recursive_directory_iterator it(root.dir(), fs::directory_options::skip_permission_denied, ec), end;
-         !ec && it != end; it.increment(ec)) {
-      if (++seen > 50000) break;
-      const std::string n = it->path().filename().string();
-      if (it->is_directory(ec)) {
-        if (n.starts_with(".") || n == "node_modules" || n.starts_with("global_step_") || n == "build" ||
-            n == "monitor" || it.depth() > 5)
-          it.disable_recursion_pending();
-        continue;
-      }
-      if (n.ends_with(".yaml") || n.ends_with(".yml")) out.push_back(root.relative(it->path().string()));
-    }
+    root.walk(
+        [&](const fs::path& p, bool is_dir) {
+          const std::string n = p.filename().string();
+          if (is_dir) return !n.starts_with("global_step_") && n != "build" && n != "monitor";
+          if (n.ends_with(".yaml") || n.ends_with(".yml")) out.push_back(root.relative(p.string()));
+          return false;
+        },
+        5);
     std::sort(out.begin(), out.end());
     return out;
   }

@@ -104,6 +104,16 @@ TEST(StudioConfigCheck, ErrorsAtTheirKeyAndLineAndEffectiveFields) {
   EXPECT_EQ(r["errors"][0]["key"], "algorithm.repeat_timez");
   EXPECT_EQ(r["errors"][0]["line"], 6);
   EXPECT_NE(r["errors"][0]["message"].get<std::string>().find("did you mean 'repeat_times'"), std::string::npos);
+  // A bad value: the message starts with the key.
+  const json v = studio::check_config_text(
+      "mode: both\nmodel:\n  model_path: ./model\nalgorithm:\n  algorithm_type: grpo\n  repeat_times: -3\n",
+      dir + "/c.yaml", dir, studio::form_keys());
+  ASSERT_EQ(v["errors"].size(), 1u);
+  EXPECT_EQ(v["errors"][0]["key"], "algorithm.repeat_times");
+  EXPECT_EQ(v["errors"][0]["line"], 6);
+  const json m = studio::check_config_text("mode: bothh\n", dir + "/c.yaml", dir, studio::form_keys());
+  EXPECT_EQ(m["errors"][0]["key"], "mode");
+  EXPECT_TRUE(m["fields"].empty());
 }
 
 TEST(StudioMetrics, IncrementalBitExactAndRewritten) {
