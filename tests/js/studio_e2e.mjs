@@ -134,7 +134,7 @@ monitor:
 
 function prepare() {
   fs.mkdirSync(WORK, { recursive: true });
-  for (const d of ['model', 'data', 'configs', 'checkpoints']) fs.rmSync(path.join(WORK, d), { recursive: true, force: true });
+  for (const d of ['model', 'data', 'configs', 'checkpoints', 'queues']) fs.rmSync(path.join(WORK, d), { recursive: true, force: true });
   run(['init-model', '--arch', 'qwen2', '--hidden', '32', '--layers', '1', '--heads', '2', '--intermediate', '64',
     '--max-pos', '64', '--tokenizer', 'bytes', '--seed', '1', '--out', path.join(WORK, 'model')]);
   run(['make-data', 'arithmetic', '--out', path.join(WORK, 'data'), '--train', '200', '--eval', '16', '--sft', '200',
@@ -152,6 +152,8 @@ let studio = null;
 let studioOut = '';
 let studioErr = '';
 async function startStudio() {
+  studioOut = '';  // a restarted studio prints a new URL
+  studioErr = '';
   studio = spawn(BIN, ['studio', '--root', WORK, '--port', '0', '--token', TOKEN], { stdio: ['ignore', 'pipe', 'pipe'] });
   studio.stdout.on('data', (d) => { studioOut += d; });
   studio.stderr.on('data', (d) => { studioErr += d; });
@@ -475,6 +477,46 @@ async function checkLabel() {
   await shot('label');
 }
 
+// A queue made by `trinity data annotate` under the root: the studio (restarted) finds it, and the page
+// labels, undoes and labels again with the keyboard, as the queue's stats show.
+async function checkLabelQueue() {
+  const queue = path.join(WORK, 'queues/prefs.db');
+  fs.rmSync(path.dirname(queue), { recursive: true, force: true });
+  fs.mkdirSync(path.dirname(queue), { recursive: true });
+  const ann = spawn(BIN, ['data', 'annotate', '--model', path.join(WORK, 'model'), '--data', path.join(WORK, 'data/eval.jsonl'),
+    '--queue', queue, '--limit', '3', '--max-tokens', '6', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let annOut = '';
+  ann.stdout.on('data', (d) => { annOut += d; });
+  ann.stderr.on('data', (d) => { annOut += d; });
+  const annExit = new Promise((resolve) => ann.on('exit', resolve));
+  await waitFor('trinity data annotate to generate and listen', () => /listening on/.test(annOut) || ann.exitCode !== null, 120000, 100);
+  ann.kill('SIGINT');
+  await annExit;
+  assert(/3 pairs generated/.test(annOut), `trinity data annotate did not generate 3 pairs:\n${annOut}`);
+  await stopStudio();
+  base = await startStudio();
+  const info = await apiGet('/api/info');
+  assert(info.json && info.json.queue === 'queues/prefs.db', `the studio did not find the queue: ${info.text}`);
+  const stats = async () => (await apiGet('/api/annotate/stats')).json.states;
+  await page.goto(base + '/#/label');
+  await page.locator('#label-pair').waitFor({ state: 'visible', timeout: 15000 });
+  const a = await page.locator('[data-testid=response-a]').textContent();
+  const b = await page.locator('[data-testid=response-b]').textContent();
+  assert(a.trim() !== b.trim(), 'responses A and B are the same');
+  await page.locator('body').click({ position: { x: 5, y: 300 } });
+  await page.keyboard.press('a');
+  await waitFor('a label from the a key', async () => (await stats()).labelled === 1, 10000);
+  await page.keyboard.press('u');
+  await waitFor('the undo from the u key', async () => (await stats()).labelled === 0, 10000);
+  await page.keyboard.press('b');
+  await waitFor('a label from the b key', async () => (await stats()).labelled === 1, 10000);
+  await page.keyboard.press('s');
+  await waitFor('a skip from the s key', async () => (await stats()).skipped >= 1, 10000);
+  noPageErrors();
+  await noVisibleErrors('label');
+  ok('label: a queue under the root is labelled from the keyboard (a, u, b, s)');
+}
+
 async function report() {
   if (page) {
     try {
@@ -513,6 +555,7 @@ async function main() {
   await checkStartStop();
   await checkChat();
   await checkLabel();
+  await checkLabelQueue();
   const unexpected = consoleErrors.filter((m) => !/Failed to load resource/.test(m));
   assert(!unexpected.length, `console errors:\n${unexpected.join('\n')}`);
   noPageErrors();

@@ -1236,10 +1236,11 @@ const LabelPage = {
       this.err.set('stats', null);
     } catch (e) { this.err.set('stats', e); }
   },
-  async act(fn) {
-    if (this.busy) return;
-    this.busy = true;
-    try { await fn(); } finally { this.busy = false; }
+  // Actions run one after another in the order they were asked for (a quick "a" then "u" labels, then
+  // undoes), never two at once and never dropped.
+  act(fn) {
+    this.chain = (this.chain || Promise.resolve()).then(fn).catch((e) => this.err.set('act', e));
+    return this.chain;
   },
   label(choice) {
     return this.act(async () => {
