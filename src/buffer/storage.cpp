@@ -2,6 +2,7 @@
 #include "buffer/storage.h"
 
 #include "buffer/file_storage.h"
+#include "buffer/pg_storage.h"
 #include "buffer/queue_storage.h"
 #include "buffer/sqlite_storage.h"
 #include "core/error.h"
@@ -27,13 +28,14 @@ std::string sqlite_path_from_url(const std::string& url) {
   if (url.rfind("sqlite://", 0) == 0)
     throw ConfigError("buffer", strcat("sqlite URL '", url, "': expected sqlite:///relative.db or sqlite:////abs/path.db"));
   if (url.find("://") != std::string::npos)
-    throw UnsupportedError("buffer", strcat("database URL '", url, "': only sqlite is supported (postgresql is planned)"));
+    throw UnsupportedError("buffer", strcat("database URL '", url, "': expected sqlite:///x.db or postgresql://"));
   return url;
 }
 
 std::unique_ptr<ExperienceStorage> open_storage(const StorageConfig& cfg) {
   const std::string& t = cfg.storage_type;
   if (t == "queue") return std::make_unique<QueueStorage>(cfg);
+  if ((t == "sql" || t == "sqlite") && is_postgres_url(cfg.path)) return std::make_unique<PgStorage>(cfg);
   if (t == "sql" || t == "sqlite") return std::make_unique<SqliteStorage>(cfg);
   if (t == "file") {
     if (is_sqlite_path(cfg.path))
@@ -52,7 +54,7 @@ std::unique_ptr<ExperienceStorage> open_storage_url(const std::string& url) {
   if (auto h = url.find('#'); h != std::string::npos) path = url.substr(0, h), table = url.substr(h + 1);
   cfg.path = path;
   if (!table.empty()) cfg.name = table;
-  if (is_sqlite_path(path)) {
+  if (is_sqlite_path(path) || is_postgres_url(path)) {
     cfg.storage_type = "sql";
   } else if (ends_with(path, ".jsonl") || ends_with(path, ".json")) {
     cfg.storage_type = "file";

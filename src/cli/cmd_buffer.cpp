@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "buffer/pg_storage.h"
 #include "buffer/sqlite_storage.h"
 #include "buffer/storage.h"
 #include "cli/args.h"
@@ -25,6 +26,7 @@ std::unique_ptr<buffer::ExperienceStorage> open_path(const Args& a) {
   const std::string url = a.str("path");
   const auto hash = url.find('#');
   const std::string plain = url.substr(0, hash);
+  if (buffer::is_postgres_url(plain)) return buffer::open_storage_url(url);  // postgresql://...#table
   const std::string fs_path = buffer::sqlite_path_from_url(plain);
   if (!file::exists(fs_path)) throw IoError("cli", strcat("buffer '", url, "': no such file '", fs_path, "'"));
   const bool is_text = plain.ends_with(".jsonl") || plain.ends_with(".json") || plain.ends_with(".parquet");

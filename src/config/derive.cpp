@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "algorithm/algorithm.h"
+#include "buffer/pg_storage.h"
 #include "buffer/storage.h"
 #include "config/section.h"
 #include "core/error.h"
@@ -191,6 +192,7 @@ void fill_taskset(buffer::TasksetConfig& t, const Config& cfg, const std::string
 }
 
 std::string storage_path(const std::string& path, const std::string& dir) {
+  if (buffer::is_postgres_url(path)) return path;  // a server, not a file
   if (path.rfind("sqlite:///", 0) == 0) {
     const std::string rest = path.substr(10);
     return rest.empty() || rest[0] == '/' ? path : "sqlite:///" + resolve_path(rest, dir, false);

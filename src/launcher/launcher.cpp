@@ -13,6 +13,7 @@
 
 #include "algorithm/algorithm.h"
 #include "buffer/dataset.h"
+#include "buffer/pg_storage.h"
 #include "buffer/storage.h"
 #include "buffer/task_scheduler.h"
 #include "core/console.h"
@@ -332,7 +333,7 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   std::unique_ptr<sync::Synchronizer> sync =
       two_process ? sync::make_checkpoint_sync(c.job_dir(), c.model.model_path) : sync::make_memory_sync();
   const auto& ebc = c.buffer.trainer_input.experience_buffer;
-  if (!ebc.path.empty() && ebc.storage_type != "queue")
+  if (!ebc.path.empty() && ebc.storage_type != "queue" && !buffer::is_postgres_url(ebc.path))
     file::make_dirs(fs::path(buffer::sqlite_path_from_url(ebc.path)).parent_path().string());
   auto storage = buffer::open_storage(ebc);
 

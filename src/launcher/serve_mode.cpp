@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "algorithm/algorithm.h"
+#include "buffer/pg_storage.h"
 #include "buffer/storage.h"
 #include "core/error.h"
 #include "core/file.h"
@@ -159,7 +160,7 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
   StageSummary summary;
   auto sync = sync::make_checkpoint_sync(c.job_dir(), c.model.model_path);
   const auto& ebc = c.buffer.trainer_input.experience_buffer;
-  if (!ebc.path.empty() && ebc.storage_type != "queue")
+  if (!ebc.path.empty() && ebc.storage_type != "queue" && !buffer::is_postgres_url(ebc.path))
     file::make_dirs(fs::path(buffer::sqlite_path_from_url(ebc.path)).parent_path().string());
   if (ebc.storage_type == "queue")
     throw ConfigError("config",

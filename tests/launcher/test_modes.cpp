@@ -11,6 +11,8 @@
 #include <csignal>
 #include <chrono>
 
+#include "buffer/storage.h"
+#include "common/pg_server.h"
 #include "launcher/e2e_util.h"
 #include "model/transformer.h"
 
@@ -208,6 +210,19 @@ void explore_and_train_processes(const std::string& name, const std::vector<std:
 
 TEST(LauncherModes, ExploreAndTrainProcessesShareSqliteBuffer) {
   explore_and_train_processes("two_proc", {"--set", "buffer.trainer_input.experience_buffer.storage_type=sql"});
+}
+
+// The same two processes over a PostgreSQL buffer (a real server, tests/common/pg_server.h), named with
+// Trinity's SQLAlchemy URL form: every explored experience is trained exactly once.
+TEST(LauncherModes, ExploreAndTrainProcessesSharePostgresBuffer) {
+  const std::string url = trinity::test::pg_server().url();
+  const std::string alchemy = "postgresql+psycopg2://" + url.substr(std::string("postgresql://").size());
+  explore_and_train_processes("two_proc_pg", {"--set", "buffer.trainer_input.experience_buffer.storage_type=sql",
+                                              "--set", "buffer.trainer_input.experience_buffer.name=two_proc_pg",
+                                              "--set", "buffer.trainer_input.experience_buffer.path=" + alchemy});
+  const auto st = trinity::buffer::open_storage_url(url + "#two_proc_pg")->stats();
+  EXPECT_EQ(st.total, 4 * 2 * 2);  // 4 explore steps x 2 tasks x 2 repeats
+  EXPECT_EQ(st.consumed, st.total);
 }
 
 // Upstream's async pair (examples/async_gsm8k): storage_type queue with a database path, one process
