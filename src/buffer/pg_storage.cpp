@@ -304,8 +304,8 @@ bool PgStorage::write(const std::vector<Experience>& batch, double) {
         const auto it = id_of.find(batch[i].eid.uid());
         if (it == id_of.end()) continue;
         psql += strcat(pp.empty() ? "" : ",", "($", pp.size() + 1, ",$", pp.size() + 2, ",$", pp.size() + 3, ")");
-        id_of.erase(it);  // a uid repeated inside the batch is stored once
         pp.insert(pp.end(), {it->second, enc[i].first, Param::bytes(enc[i].second)});
+        id_of.erase(it);  // a uid repeated inside the batch is stored once
       }
       conn_->exec(psql, pp);
     }

@@ -559,3 +559,19 @@ TEST(BufferStorage, PostgresUrlsFailFastAndSurviveARestart) {
   EXPECT_EQ(st.total, 60);
   EXPECT_EQ(st.consumed, 60);
 }
+
+TEST(BufferStorage, SqlUidRepeatedInsideOneBatchIsStoredOnce) {
+  const std::string dir = temp_dir("dup_in_batch");
+  for (std::string type : {"sql", "pg"}) {
+    auto s = open_storage(backend(type, dir, "dib"));
+    const Experience a = make_exp(0), b = make_exp(1);
+    s->write({a, b, a});
+    EXPECT_EQ(s->stats().total, 2) << type;
+    ReadResult r = s->read(req(2));
+    ASSERT_EQ(r.status, ReadStatus::kOk) << type;
+    const Experience& got = r.batch[0].eid == a.eid ? r.batch[0] : r.batch[1];
+    EXPECT_EQ(got.eid, a.eid) << type;
+    EXPECT_EQ(got.tokens, a.tokens) << type;  // its own payload, not another row's
+    EXPECT_EQ(got.logprobs, a.logprobs) << type;
+  }
+}
