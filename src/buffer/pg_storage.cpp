@@ -106,6 +106,19 @@ class Res {
   PGresult* r_;
 };
 
+// The experience stored in row `i` of `r`: meta JSON, arrays bytea, reward (NULL = pending) and use
+// count in columns c .. c+3.
+Experience stored_experience(const Res& r, int i, int c, const std::string& where) {
+  Experience e = experience_from_json(r.text(i, c), where);
+  decode_arrays(r.bytes(i, c + 1), e, where);
+  if (r.is_null(i, c + 2))
+    e.reward.reset();
+  else
+    e.reward = r.f64(i, c + 2);
+  e.use_count = r.i64(i, c + 3);
+  return e;
+}
+
 // The URL without its password (for messages).
 std::string hide_password(const std::string& url) {
   const auto scheme = url.find("://");
@@ -395,14 +408,7 @@ bool PgStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadResul
       if (g.i64(i, 5) > kSchemaVersion)
         throw ValueError("buffer", strcat(where, ": schema_version ", g.i64(i, 5), " is newer than this build (",
                                           kSchemaVersion, ")"));
-      Experience e = experience_from_json(g.text(i, 1), where);
-      decode_arrays(g.bytes(i, 2), e, where);
-      if (g.is_null(i, 3))
-        e.reward.reset();
-      else
-        e.reward = g.f64(i, 3);
-      e.use_count = g.i64(i, 4);
-      out.batch.push_back(std::move(e));
+      out.batch.push_back(stored_experience(g, i, 1, where));
     }
     out.lease = lease;
     return true;
@@ -410,29 +416,12 @@ bool PgStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadResul
 }
 
 ReadResult PgStorage::read(const ReadRequest& req) {
-  TRINITY_ASSERT(req.batch_size > 0, "batch_size must be > 0");
-  using Clock = std::chrono::steady_clock;
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.timeout_s));
-  auto sleep = std::chrono::milliseconds(2);
-  ReadResult r;
-  for (;;) {
-    const bool last = Clock::now() >= deadline;
-    {
-      std::lock_guard<std::mutex> lock(conn_->mu);
-      if (try_lease_locked(req, last && req.allow_partial, r)) {
-        my_leases_.insert(r.lease);
-        r.status = r.batch.size() == req.batch_size ? ReadStatus::kOk : ReadStatus::kTimeout;
-        return r;
-      }
-    }
-    if (last) {
-      r.status = ReadStatus::kTimeout;
-      return r;
-    }
-    std::this_thread::sleep_for(std::min<Clock::duration>(sleep, deadline - Clock::now()));
-    sleep = std::min(sleep * 2, std::chrono::milliseconds(100));
-  }
+  return poll_read(req, [&](bool partial, ReadResult& r) {
+    std::lock_guard<std::mutex> lock(conn_->mu);
+    if (!try_lease_locked(req, partial, r)) return false;
+    my_leases_.insert(r.lease);
+    return true;
+  });
 }
 
 bool PgStorage::ack_in_transaction(const std::string& lease) {
@@ -546,15 +535,7 @@ std::vector<Experience> PgStorage::scan(int64_t offset, int64_t limit) {
                     {num(limit), num(offset)});
     std::vector<Experience> out;
     for (int i = 0; i < r.rows(); ++i) {
-      const std::string where = strcat(describe(), " row ", r.i64(i, 0));
-      Experience e = experience_from_json(r.text(i, 1), where);
-      decode_arrays(r.bytes(i, 2), e, where);
-      if (r.is_null(i, 3))
-        e.reward.reset();
-      else
-        e.reward = r.f64(i, 3);
-      e.use_count = r.i64(i, 4);
-      out.push_back(std::move(e));
+      out.push_back(stored_experience(r, i, 1, strcat(describe(), " row ", r.i64(i, 0))));
     }
     return out;
   });

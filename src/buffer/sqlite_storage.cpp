@@ -266,29 +266,12 @@ bool SqliteStorage::try_lease_locked(const ReadRequest& req, bool partial, ReadR
 }
 
 ReadResult SqliteStorage::read(const ReadRequest& req) {
-  TRINITY_ASSERT(req.batch_size > 0, "batch_size must be > 0");
-  using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.timeout_s));
-  auto sleep = std::chrono::milliseconds(2);
-  ReadResult r;
-  for (;;) {
-    const bool last = Clock::now() >= deadline;
-    {
-      std::lock_guard<std::mutex> lock(db_->mu);
-      if (try_lease_locked(req, last && req.allow_partial, r)) {
-        my_leases_.insert(r.lease);
-        r.status = r.batch.size() == req.batch_size ? ReadStatus::kOk : ReadStatus::kTimeout;
-        return r;
-      }
-    }
-    if (last) {
-      r.status = ReadStatus::kTimeout;
-      return r;
-    }
-    // Poll: other processes write to the file; SQLite has no cross-process notification.
-    std::this_thread::sleep_for(std::min<Clock::duration>(sleep, deadline - Clock::now()));
-    sleep = std::min(sleep * 2, std::chrono::milliseconds(100));
-  }
+  return poll_read(req, [&](bool partial, ReadResult& r) {
+    std::lock_guard<std::mutex> lock(db_->mu);
+    if (!try_lease_locked(req, partial, r)) return false;
+    my_leases_.insert(r.lease);
+    return true;
+  });
 }
 
 // A lease is held until a reader reclaims it after expiry (that clears `lease`), so a late ack of an

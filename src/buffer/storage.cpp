@@ -1,6 +1,9 @@
 // Storage factory and URL parsing (see storage.h).
 #include "buffer/storage.h"
 
+#include <chrono>
+#include <thread>
+
 #include "buffer/file_storage.h"
 #include "buffer/pg_storage.h"
 #include "buffer/queue_storage.h"
@@ -30,6 +33,28 @@ std::string sqlite_path_from_url(const std::string& url) {
   if (url.find("://") != std::string::npos)
     throw UnsupportedError("buffer", strcat("database URL '", url, "': expected sqlite:///x.db or postgresql://"));
   return url;
+}
+
+ReadResult poll_read(const ReadRequest& req, const std::function<bool(bool, ReadResult&)>& try_once) {
+  TRINITY_ASSERT(req.batch_size > 0, "batch_size must be > 0");
+  using Clock = std::chrono::steady_clock;
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(req.timeout_s));
+  auto sleep = std::chrono::milliseconds(2);
+  ReadResult r;
+  for (;;) {
+    const bool last = Clock::now() >= deadline;
+    if (try_once(last && req.allow_partial, r)) {
+      r.status = r.batch.size() == req.batch_size ? ReadStatus::kOk : ReadStatus::kTimeout;
+      return r;
+    }
+    if (last) {
+      r.status = ReadStatus::kTimeout;
+      return r;
+    }
+    std::this_thread::sleep_for(std::min<Clock::duration>(sleep, deadline - Clock::now()));
+    sleep = std::min(sleep * 2, std::chrono::milliseconds(100));
+  }
 }
 
 std::unique_ptr<ExperienceStorage> open_storage(const StorageConfig& cfg) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -84,6 +85,12 @@ class ExperienceStorage {
   virtual void load_state(const std::string& state) = 0;
   virtual std::string describe() const = 0;
 };
+
+// The read loop of the database storages (sqlite, postgresql), which have no cross-process
+// notification: calls try_once(partial, out) until it leases a batch or req.timeout_s passes, sleeping
+// 2 ms doubling to 100 ms between tries; the last try may take a partial batch (req.allow_partial).
+// Sets out.status: kOk for a full batch, kTimeout otherwise.
+ReadResult poll_read(const ReadRequest& req, const std::function<bool(bool partial, ReadResult& out)>& try_once);
 
 // Opens the storage a config describes (storage_type queue|sql|sqlite|file).
 std::unique_ptr<ExperienceStorage> open_storage(const StorageConfig& cfg);
