@@ -29,6 +29,7 @@ for layer in layers:
 INTENDED = {
     "core": set(),
     "hub": {"core"},
+    "dist": {"core"},
     "tensor": {"core"},
     "model": {"tensor"},
     "tokenizer": {"core"},
@@ -41,10 +42,10 @@ INTENDED = {
     "workflow": {"buffer", "tokenizer", "env"},
     "monitor": {"core"},
     "sync": {"model"},
-    "trainer": {"model", "algorithm", "buffer", "tokenizer", "pipeline"},
+    "trainer": {"model", "algorithm", "buffer", "tokenizer", "pipeline", "dist"},
     "explorer": {"workflow", "engine", "server", "tokenizer", "buffer", "algorithm", "pipeline", "monitor", "sync"},
     "config": {"algorithm", "buffer"},
-    "launcher": {"config", "explorer", "trainer", "monitor", "sync", "buffer", "pipeline"},
+    "launcher": {"config", "explorer", "trainer", "monitor", "sync", "buffer", "pipeline", "dist"},
 }
 
 

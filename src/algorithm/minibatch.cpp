@@ -7,7 +7,8 @@ namespace trinity::algo {
 
 MiniBatchLoss minibatch_actor_loss(const Algorithm& alg, const std::vector<std::pair<int64_t, int64_t>>& ranges,
                                    double max_len, const std::function<TokenBatch(int64_t, int64_t, bool)>& rows,
-                                   const std::function<void(int64_t, int64_t, const LossOutput&)>& on_loss) {
+                                   const std::function<void(int64_t, int64_t, const LossOutput&)>& on_loss,
+                                   const std::function<bool(size_t)>& owned) {
   Normalizer norm;
   for (auto [b0, b1] : ranges) norm += Normalizer::of(rows(b0, b1, false));
   if (max_len > 0) norm.max_len = max_len;
@@ -39,6 +40,7 @@ MiniBatchLoss minibatch_actor_loss(const Algorithm& alg, const std::vector<std::
     out.metrics.merge(mm, "actor/");
   }
   for (size_t k = 0; k < ranges.size(); ++k) {
+    if (owned && !owned(k)) continue;
     const auto [b0, b1] = ranges[k];
     TokenBatch tb = rows(b0, b1, true);
     if (!keep.empty())

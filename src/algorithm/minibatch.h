@@ -26,8 +26,11 @@ struct MiniBatchLoss {
 // micro-batch's gradients ([b1-b0, T]) in order. `max_len` > 0 overrides Normalizer::max_len.
 // A policy loss with a mini-batch mask (m2po) adds a pre-pass: rows(b0, b1, true) for every
 // micro-batch first (the trainer runs one more forward each), then the mask over all of them.
+// `owned(k)` false skips the loss pass of range k (a data-parallel rank computes only its own
+// micro-batches; the normaliser and a mini-batch mask still cover every range); empty: all owned.
 MiniBatchLoss minibatch_actor_loss(const Algorithm& alg, const std::vector<std::pair<int64_t, int64_t>>& ranges,
                                    double max_len, const std::function<TokenBatch(int64_t, int64_t, bool)>& rows,
-                                   const std::function<void(int64_t, int64_t, const LossOutput&)>& on_loss);
+                                   const std::function<void(int64_t, int64_t, const LossOutput&)>& on_loss,
+                                   const std::function<bool(size_t)>& owned = {});
 
 }  // namespace trinity::algo

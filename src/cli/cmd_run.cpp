@@ -15,6 +15,8 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/signals.h"
+#include "dist/comm.h"
+#include "launcher/dist_train.h"
 #include "launcher/launcher.h"
 
 namespace trinity::cli {
@@ -65,6 +67,11 @@ int cmd_run(const Argv& argv) {
   const Args a("run", argv, {"config", "set"});
   const config::LoadResult r = config::load_config(a.str("config"), a.all("set"));
   check_workflow_names(r);
+  // Under mpirun the ranks above 0 only train, led by rank 0 (docs/scaling.md).
+  if (dist::launched_distributed() && dist::world().rank() > 0) {
+    launcher::follow(dist::world(), r);
+    return 0;
+  }
   for (const auto& w : r.warnings) std::fprintf(stderr, "trinity: warning: %s\n", w.c_str());
   StopSignals signals("stopping after the current step");
   launcher::RunOrigin origin;  // for run_status.json: how to run it again (Studio's resume)

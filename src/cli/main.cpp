@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/names.h"
+#include "dist/comm.h"
 
 namespace {
 
@@ -100,21 +101,24 @@ int main(int argc, char** argv) {
     usage(stderr);
     return 2;
   }
+  int rc = 0;
   try {
-    return found->fn(Argv(args.begin() + static_cast<long>(consumed), args.end()));
+    rc = found->fn(Argv(args.begin() + static_cast<long>(consumed), args.end()));
   } catch (const trinity::cli::HelpRequested& h) {
     std::fputs(h.usage.c_str(), stdout);
-    return 0;
   } catch (const trinity::Error& e) {
     std::fprintf(stderr, "trinity: error: %s\n", e.what());
-    return 1;
+    rc = 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "trinity: error: [memory] out of memory (a model, KV cache or data set too large for this "
                  "machine's RAM; try a smaller model, batch or max_model_len)\n");
-    return 1;
+    rc = 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trinity: internal error: %s\n", e.what());
-    return 1;
+    rc = 1;
   }
+  std::fflush(stderr);
+  trinity::dist::end_job(rc);  // under mpirun: a failed rank ends the whole job
+  return rc;
 }

@@ -22,11 +22,13 @@
 #include "core/log.h"
 #include "core/parallel.h"
 #include "core/timer.h"
+#include "dist/comm.h"
 #include "engine/engine.h"
 #include "engine/sampling.h"
 #include "explorer/explorer.h"
 #include "explorer/external_client.h"
 #include "hub/model.h"
+#include "launcher/dist_train.h"
 #include "launcher/llm_judge.h"
 #include "launcher/run_status.h"
 #include "launcher/task_pipeline_run.h"
@@ -67,6 +69,8 @@ int64_t planned_train_steps(const config::Config& c, int64_t explore_steps, std:
   return static_cast<int64_t>(std::ceil(static_cast<double>(explore_steps) * per));
 }
 
+}  // namespace
+
 trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_steps) {
   trainer::TrainerOptions o;
   o.optim.lr = c.optimizer.lr;
@@ -96,8 +100,11 @@ trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_s
   o.seed = static_cast<uint64_t>(c.explorer.rollout_model.seed);
   o.critic_optim.lr = c.trainer.critic.lr;
   o.cliprange_value = c.trainer.critic.cliprange_value;
+  if (dist::world().size() > 1) o.comm = &dist::world();
   return o;
 }
+
+namespace {
 
 // An engine with its tokenizer files and sampling defaults for one inference model.
 std::shared_ptr<explorer::RolloutModel> inference_model(const config::InferenceModelConfig& r,
@@ -309,6 +316,7 @@ TrainerSide make_trainer(const config::Config& c, int64_t total_steps) {
       log::info("trainer: resumed from ", ck->dir, " (step ", ck->step, ")");
     }
   }
+  lead_trainer(dist::world(), current_stage(), total_steps, c.model.model_path, *t.tr);
   return t;
 }
 
@@ -569,6 +577,7 @@ std::shared_ptr<const explorer::RolloutModel> make_rollout_model(const config::C
 // spinning OpenMP team each they slow each other down many times over), so small models run one
 // thread per kernel. TRINITY_THREADS / OMP_NUM_THREADS override.
 void choose_threads(const config::Config& c) {
+  if (choose_rank_threads()) return;  // under mpirun: the cores divided by this machine's ranks
   if (std::getenv("TRINITY_THREADS") || std::getenv("OMP_NUM_THREADS")) return;
   if (c.model.external_model.enable) return;  // model_path is an API model name, not weights
   const model::ModelConfig mc = model::load_config(c.model.model_path);
@@ -673,8 +682,14 @@ StageSummary run_mode(const config::Config& c, const std::atomic<bool>* stop) {
 std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomic<bool>* stop,
                               const RunOrigin* origin) {
   std::vector<StageSummary> out;
+  dist::Comm& comm = dist::world();
+  if (comm.size() > 1)
+    log::info("data parallel: rank 0 of ", comm.size(), " runs the job; ranks 1..", comm.size() - 1,
+              " join each trainer (mode train or both) and wait otherwise");
   if (loaded.stages.empty()) {
+    set_current_stage(0);
     out.push_back(run_stage(loaded.config, stop, origin));
+    lead_done(comm);
     return out;
   }
   const config::Config& root = loaded.config;
@@ -691,6 +706,7 @@ std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomi
       log::info("stage '", key, "' already finished (", prev_ckpt, "); skipping");
       continue;
     }
+    set_current_stage(static_cast<int>(i));
     StageSummary s = run_stage(c, stop, origin);
     out.push_back(s);
     if (s.stopped) break;
@@ -700,6 +716,7 @@ std::vector<StageSummary> run(const config::LoadResult& loaded, const std::atomi
     file::make_dirs(root.job_dir());
     file::write_atomic(meta, state.dump(1));
   }
+  lead_done(comm);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/timer.h"
+#include "launcher/dist_train.h"
 #include "monitor/monitor.h"
 #include "monitor/progress.h"
 #include "sync/synchronizer.h"
@@ -194,6 +195,7 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
                            int64_t start_step, monitor::Monitor* mon, sync::Synchronizer* sync,
                            const std::atomic<bool>* stop) {
   TrainLoopResult res;
+  dist::Comm* comm = tr.options().comm;
   int64_t step = start_step, saved = start_step, published = -1, warned_lag = -1;
   auto save = [&](int64_t s) {
     Timer t;
@@ -251,6 +253,7 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
       log::warn("trainer: step ", step, ": all ", got, " experiences have an empty response (prompt too long for ",
                 "max_model_len?); no update this step");
     } else {
+      if (comm) lead_step(*comm, step, batch);  // the other ranks train on the same mini-batch
       m = tr.train_step(std::move(batch), step);
     }
     m["sample/empty_response_count"] = static_cast<double>(empty);
@@ -276,6 +279,7 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
   if (res.last_checkpoint.empty() && step > 0) res.last_checkpoint = trainer::global_step_dir(opt.job_dir, step);
   if (sync && step > 0 && published != step) sync->publish(tr.snapshot(), step);
   if (bar) bar->finish();
+  if (comm) lead_end_trainer(*comm);
   res.steps = step;
   return res;
 }

@@ -185,12 +185,14 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
 }
 
 std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens, int64_t max_rows,
-                                                      bool pair) {
+                                                      bool pair, int64_t lo, int64_t hi) {
   std::vector<std::pair<int64_t, int64_t>> out;
   const int64_t step = pair ? 2 : 1;
-  int64_t b0 = 0, toks = 0;
-  for (int64_t b = 0; b < eb.B; b += step) {
-    const int64_t t = eb.tokens(b, std::min(b + step, eb.B));
+  if (hi < 0) hi = eb.B;
+  if (lo >= hi) return out;
+  int64_t b0 = lo, toks = 0;
+  for (int64_t b = lo; b < hi; b += step) {
+    const int64_t t = eb.tokens(b, std::min(b + step, hi));
     if (max_tokens > 0 && t > max_tokens)
       throw ValueError("trainer", strcat(pair ? "DPO pair " : "sequence ", eb.group[b], "/", eb.run[b], " (step ",
                                          eb.run_step[b], ", row ", b, " of this batch) has ", t,
@@ -202,7 +204,7 @@ std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb,
     if (full) out.emplace_back(b0, b), b0 = b, toks = 0;
     toks += t;
   }
-  out.emplace_back(b0, eb.B);
+  out.emplace_back(b0, hi);
   return out;
 }
 

@@ -49,9 +49,10 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps);
 // Contiguous row ranges [b0, b1) in order: greedily up to `max_tokens` tokens per range when
 // max_tokens > 0 (a row, or DPO pair, longer than that is a ValueError naming it: as upstream, each
 // sequence must fit in one micro-batch), else `max_rows` rows (<= 0: one range). `pair` keeps
-// ranges even-sized (DPO pairs stay together).
+// ranges even-sized (DPO pairs stay together). Only rows [lo, hi) are split (hi < 0: to eb.B); an
+// empty window gives no range.
 std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens, int64_t max_rows,
-                                                      bool pair = false);
+                                                      bool pair = false, int64_t lo = 0, int64_t hi = -1);
 
 // Rows of a [B, T] array selected by `rows` (indices into B), -> [rows.size(), T].
 std::vector<float> select_rows(const std::vector<float>& padded, int64_t T, const std::vector<int64_t>& rows);

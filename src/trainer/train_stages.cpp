@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -13,6 +15,7 @@
 #include "core/log.h"
 #include "core/rng.h"
 #include "core/timer.h"
+#include "dist/comm.h"
 #include "pipeline/advantages.h"
 #include "trainer/packed_batch.h"
 
@@ -40,8 +43,21 @@ void stats(algo::Metrics& m, const std::string& name, const std::vector<double>&
   algo::adv_detail::add_stats(m, name, v);
 }
 
-std::vector<std::pair<int64_t, int64_t>> ranges_of(const pipeline::ExperienceBatch& eb, const TrainerOptions& o) {
-  return pipeline::micro_ranges(eb, o.max_token_len_per_gpu, o.micro_batch_size, eb.dpo);
+// Micro-batches of each rank's slice of the rows (DPO pairs stay whole), in row order.
+std::vector<std::pair<int64_t, int64_t>> ranges_of(const pipeline::ExperienceBatch& eb, const TrainerOptions& o,
+                                                   std::vector<int>& owner) {
+  const int n = o.comm ? o.comm->size() : 1;
+  const int64_t unit = eb.dpo ? 2 : 1, units = (eb.B + unit - 1) / unit;
+  std::vector<std::pair<int64_t, int64_t>> out;
+  owner.clear();
+  for (int r = 0; r < n; ++r) {
+    const int64_t lo = std::min(eb.B, units * r / n * unit), hi = std::min(eb.B, units * (r + 1) / n * unit);
+    for (auto rg : pipeline::micro_ranges(eb, o.max_token_len_per_gpu, o.micro_batch_size, eb.dpo, lo, hi)) {
+      out.push_back(rg);
+      owner.push_back(r);
+    }
+  }
+  return out;
 }
 
 // The mini-batch normaliser the actor loss uses (minibatch_actor_loss builds the same one).
@@ -68,7 +84,9 @@ StepBatch prepare_step(std::vector<buffer::Experience> exps, const algo::Algorit
   if ((alg.loss_needs() & algo::kNeedOldLogprob) && !s.eb.has_old_logprob)
     throw ValueError("trainer", strcat("policy_loss_fn ", alg.policy_loss_fn_name(),
                                        " needs rollout logprobs, but some experiences have none"));
-  s.ranges = ranges_of(s.eb, o);
+  s.comm = o.comm;
+  s.rank = o.comm ? o.comm->rank() : 0;
+  s.ranges = ranges_of(s.eb, o, s.owner);
   return s;
 }
 
@@ -77,7 +95,9 @@ std::vector<float> policy_logprobs(model::Transformer& m, const StepBatch& s, fl
   const auto& eb = s.eb;
   std::vector<float> out(static_cast<size_t>(eb.B * eb.T), 0.0f), lp, ent;
   if (entropy) entropy->assign(out.size(), 0.0f);
-  for (auto [b0, b1] : s.ranges) {
+  for (size_t k = 0; k < s.ranges.size(); ++k) {
+    if (!s.mine(k)) continue;
+    const auto [b0, b1] = s.ranges[k];
     m.forward(packed_batch(eb, b0, b1), lp, ent, inv_temp);
     const auto pad = eb.scatter(lp, b0, b1);
     std::copy(pad.begin(), pad.end(), out.begin() + b0 * eb.T);
@@ -86,18 +106,23 @@ std::vector<float> policy_logprobs(model::Transformer& m, const StepBatch& s, fl
       std::copy(epad.begin(), epad.end(), entropy->begin() + b0 * eb.T);
     }
   }
+  reduce_ranks(s, out, "the all-reduce of reference logprobs");
+  if (entropy) reduce_ranks(s, *entropy, "the all-reduce of entropies");
   return out;
 }
 
 std::vector<float> critic_values(model::Transformer& critic, const StepBatch& s) {
   const auto& eb = s.eb;
   std::vector<float> out(static_cast<size_t>(eb.B * eb.T), 0.0f), v;
-  for (auto [b0, b1] : s.ranges) {
+  for (size_t k = 0; k < s.ranges.size(); ++k) {
+    if (!s.mine(k)) continue;
+    const auto [b0, b1] = s.ranges[k];
     const auto pb = packed_batch(eb, b0, b1);
     critic.forward_values(pb, v);
     const auto pad = eb.scatter(target_rows(pb, v), b0, b1);
     std::copy(pad.begin(), pad.end(), out.begin() + b0 * eb.T);
   }
+  reduce_ranks(s, out, "the all-reduce of critic values");
   return out;
 }
 
@@ -157,7 +182,7 @@ void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const Trainer
     eb.advantages = repad(adv), eb.returns = repad(ret), s.ref_lp = repad(ref), s.values = repad(val);
     if (!msk.empty()) eb.mask = repad(msk);
     s.entropy.clear();  // read by the advantage function only
-    s.ranges = ranges_of(eb, o);
+    s.ranges = ranges_of(eb, o, s.owner);
   }
   m.set("time/adv", t.seconds());
 }
@@ -185,7 +210,10 @@ algo::Metrics update_critic(model::Transformer& critic, AdamW& opt, const algo::
   std::vector<float> v;
   for (int64_t ep = 0; ep < o.ppo_epochs; ++ep) {
     critic.zero_grad();
-    for (auto [b0, b1] : s.ranges) {
+    algo::Metrics em;
+    for (size_t r = 0; r < s.ranges.size(); ++r) {
+      if (!s.mine(r)) continue;
+      const auto [b0, b1] = s.ranges[r];
       const auto pb = packed_batch(eb, b0, b1);
       critic.forward_values(pb, v);
       const auto vpad = eb.scatter(target_rows(pb, v), b0, b1);
@@ -196,12 +224,19 @@ algo::Metrics update_critic(model::Transformer& critic, AdamW& opt, const algo::
       std::vector<float> dv(vpad.size(), 0.0f);
       algo::Metrics vm;
       algo::value_loss(vb, norm, alg.loss_agg_mode(), o.cliprange_value, dv, vm);
-      if (ep + 1 == o.ppo_epochs) cm.merge(vm, "critic/");
+      if (ep + 1 == o.ppo_epochs) em.merge(vm, "critic/");
       const auto dpacked = eb.gather(dv.data(), b0, b1);
       std::vector<float> drow(static_cast<size_t>(pb.rows()), 0.0f);
       for (int64_t i = 0, k = 0; i < pb.rows(); ++i)
         if (pb.targets[static_cast<size_t>(i)] >= 0) drow[static_cast<size_t>(i)] = dpacked[static_cast<size_t>(k++)];
       critic.backward_values(drow);
+    }
+    if (s.comm)
+      s.comm->allreduce_sum(critic.grads(), critic.num_params(),
+                            strcat("the critic gradient all-reduce of step ", step));
+    if (ep + 1 == o.ppo_epochs) {
+      merge_ranks(em, s.comm, "the critic metrics gather");
+      cm.merge(em);
     }
     const double gn = clip_grad_norm(critic.grads(), critic.num_params(), o.critic_grad_clip);
     const double lr = o.critic_optim.lr * o.critic_schedule.factor(opt.steps());
@@ -236,7 +271,11 @@ algo::Metrics update_actor(model::Transformer& actor, AdamW& opt, const algo::Al
   };
   for (int64_t ep = 0; ep < o.ppo_epochs; ++ep) {
     actor.zero_grad();
-    algo::Metrics em = algo::minibatch_actor_loss(alg, s.ranges, max_len, rows, backward).metrics;
+    algo::Metrics em =
+        algo::minibatch_actor_loss(alg, s.ranges, max_len, rows, backward, [&](size_t k) { return s.mine(k); }).metrics;
+    if (s.comm)
+      s.comm->allreduce_sum(actor.grads(), actor.num_params(), strcat("the gradient all-reduce of step ", step));
+    merge_ranks(em, s.comm, "the actor metrics gather");
     const double gn = clip_grad_norm(actor.grads(), actor.num_params(), o.grad_clip);
     const double lr = o.optim.lr * o.schedule.factor(opt.steps());
     if (std::isfinite(gn)) {
@@ -251,6 +290,51 @@ algo::Metrics update_actor(model::Transformer& actor, AdamW& opt, const algo::Al
   algo::Metrics m;
   for (const auto& [k, v] : sums) m.set(k, v / static_cast<double>(o.ppo_epochs));
   return m;
+}
+
+void reduce_ranks(const StepBatch& s, std::vector<float>& v, const std::string& what) {
+  if (s.comm && s.comm->size() > 1) s.comm->allreduce_sum(v.data(), static_cast<int64_t>(v.size()), what);
+}
+
+void merge_ranks(algo::Metrics& m, dist::Comm* comm, const std::string& what) {
+  if (!comm || comm->size() <= 1) return;
+  std::string mine;
+  char buf[64];
+  for (const auto& [k, e] : m.entries()) {
+    std::snprintf(buf, sizeof buf, "\t%.17g\t%d\n", e.value, static_cast<int>(e.merge));
+    mine += k;
+    mine += buf;
+  }
+  const std::vector<std::string> all = comm->gather(mine, 0, what);
+  if (comm->rank() != 0) return;
+  algo::Metrics merged;
+  for (const std::string& text : all) {
+    algo::Metrics one;
+    size_t pos = 0;
+    while (pos < text.size()) {
+      const size_t t1 = text.find('\t', pos), t2 = text.find('\t', t1 + 1), nl = text.find('\n', t2 + 1);
+      TRINITY_ASSERT(t1 != std::string::npos && t2 != std::string::npos && nl != std::string::npos, "bad metrics text");
+      const std::string name = text.substr(pos, t1 - pos);
+      const double v = std::strtod(text.c_str() + t1 + 1, nullptr);
+      switch (static_cast<algo::Merge>(std::atoi(text.c_str() + t2 + 1))) {
+        case algo::Merge::kSum:
+          one.add(name, v);
+          break;
+        case algo::Merge::kLast:
+          one.set(name, v);
+          break;
+        case algo::Merge::kMax:
+          one.max(name, v);
+          break;
+        case algo::Merge::kMin:
+          one.min(name, v);
+          break;
+      }
+      pos = nl + 1;
+    }
+    merged.merge(one);
+  }
+  m = std::move(merged);
 }
 
 void batch_stats(algo::Metrics& m, const StepBatch& s, const algo::Algorithm& alg, const TrainerOptions& o) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,15 +23,20 @@ namespace trinity::trainer {
 struct StepBatch {
   std::vector<buffer::Experience> exps;             // the mini-batch (after the advantage row selection)
   pipeline::ExperienceBatch eb;                     // rows of exps, padded [B, T] arrays
-  std::vector<std::pair<int64_t, int64_t>> ranges;  // micro-batches [b0, b1)
-  std::vector<float> ref_lp;                        // [B, T] reference logprobs; empty without a reference
-  std::vector<float> values;                        // [B, T] critic values at advantage time; empty without a critic
-  std::vector<float> entropy;                       // [B, T] actor entropy at advantage time (clipb, clipv)
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // micro-batches [b0, b1) of every rank, in row order
+  std::vector<int> owner;                           // rank that computes each range (all 0 on one rank)
+  dist::Comm* comm = nullptr;                       // TrainerOptions::comm
+  int rank = 0;
+  bool mine(size_t k) const { return owner[k] == rank; }
+  std::vector<float> ref_lp;   // [B, T] reference logprobs; empty without a reference
+  std::vector<float> values;   // [B, T] critic values at advantage time; empty without a critic
+  std::vector<float> entropy;  // [B, T] actor entropy at advantage time (clipb, clipv)
 };
 
 // Builds the padded batch and its micro-batches (token budget o.max_token_len_per_gpu, else
-// o.micro_batch_size rows). ValueError when the experiences do not fit the algorithm: DPO rows for a
-// non-DPO algorithm or the reverse, or no rollout logprobs for a loss that needs them.
+// o.micro_batch_size rows), on n ranks those of each rank's slice of the rows. ValueError when the experiences do not
+// fit the algorithm: DPO rows for a non-DPO algorithm or the reverse, or no rollout logprobs for a loss that needs
+// them.
 StepBatch prepare_step(std::vector<buffer::Experience> exps, const algo::Algorithm& alg, const TrainerOptions& o);
 
 // [B, T] logprobs of each response token under `m` with logits / temperature (1 / inv_temp),
@@ -57,6 +63,11 @@ algo::Metrics update_critic(model::Transformer& critic, AdamW& opt, const algo::
 // (actor/* metrics averaged over epochs); a non-finite gradient norm skips that optimizer step.
 algo::Metrics update_actor(model::Transformer& actor, AdamW& opt, const algo::Algorithm& alg, const StepBatch& s,
                            const TrainerOptions& o, int64_t step);
+
+// Data parallel: sums `v` over ranks in place (a no-op on one rank).
+void reduce_ranks(const StepBatch& s, std::vector<float>& v, const std::string& what);
+// Data parallel: rank 0's metrics become the merge (Metrics::merge, in rank order) of every rank's.
+void merge_ranks(algo::Metrics& m, dist::Comm* comm, const std::string& what);
 
 // response_length/*, prompt_length/*, clip ratio, sample/model_version and perf/* token counts.
 void batch_stats(algo::Metrics& m, const StepBatch& s, const algo::Algorithm& alg, const TrainerOptions& o);

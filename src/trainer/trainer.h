@@ -18,6 +18,10 @@
 #include "model/transformer.h"
 #include "trainer/optimizer.h"
 
+namespace trinity::dist {
+class Comm;
+}
+
 namespace trinity::trainer {
 
 struct TrainerOptions {
@@ -36,6 +40,11 @@ struct TrainerOptions {
   double critic_grad_clip = 1.0;
   double cliprange_value = 0.5;
   float critic_head_std = 0.0f;   // score head init: 0 = zeros, else normal(0, std)
+  // Data parallel (mpirun): every rank runs train_step on the same mini-batch; rank r computes the
+  // micro-batches of its slice of the rows (rows [r·B/n, (r+1)·B/n)) and gradients, reference
+  // logprobs, critic values and loss metrics are summed over ranks, so all ranks take the same
+  // optimizer step. Null or one rank: everything runs here.
+  dist::Comm* comm = nullptr;
 };
 
 class PolicyTrainer {
@@ -57,6 +66,7 @@ class PolicyTrainer {
   model::Transformer* critic() { return critic_.get(); }  // null unless the algorithm uses a critic
   const model::Transformer* critic() const { return critic_.get(); }
   const model::Transformer* reference() const { return ref_.get(); }  // null unless used
+  model::Transformer* reference() { return ref_.get(); }
   AdamW& optimizer() { return opt_; }
   AdamW* critic_optimizer() { return critic_opt_.get(); }
   algo::Algorithm& algorithm() { return *alg_; }

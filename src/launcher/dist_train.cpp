@@ -1,0 +1,172 @@
+// Rank 0's lead and the followers' loop of data-parallel training (see dist_train.h).
+#include "launcher/dist_train.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/error.h"
+#include "core/file.h"
+#include "core/log.h"
+#include "core/parallel.h"
+#include "model/config.h"
+#include "tensor/blas.h"
+
+namespace trinity::launcher {
+
+using nlohmann::json;
+
+namespace {
+
+int g_stage = 0;
+
+void send(dist::Comm& comm, const json& header, const std::string& body = "") {
+  std::string msg = header.dump();
+  msg += '\n';
+  msg += body;
+  comm.broadcast(msg, 0, strcat("the '", header.value("cmd", ""), "' message to the other ranks"));
+}
+
+void share(dist::Comm& comm, float* data, int64_t n, const char* what) {
+  comm.broadcast(data, n, 0, strcat("the broadcast of the ", what));
+}
+
+void check_size(const json& h, const char* key, int64_t mine, int rank) {
+  const int64_t theirs = h.at(key).get<int64_t>();
+  if (theirs != mine)
+    throw ConfigError("dist", strcat("rank ", rank, "'s trainer has ", mine, " ", key, " parameters, rank 0's ", theirs,
+                                     ": every rank must run the same config (algorithm, model) and binary"));
+}
+
+}  // namespace
+
+int current_stage() {
+  return g_stage;
+}
+void set_current_stage(int i) {
+  g_stage = i;
+}
+
+bool choose_rank_threads() {
+  if (!dist::launched_distributed()) return false;
+  if (std::getenv("TRINITY_THREADS") || std::getenv("OMP_NUM_THREADS")) return true;
+  const char* ls = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int local = std::max(1, ls ? std::atoi(ls) : 1);
+  const int n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+  set_num_threads(n);
+  tensor::blas_set_threads(n);
+  return true;
+}
+
+void share_trainer_state(dist::Comm& comm, trainer::PolicyTrainer& tr) {
+  if (comm.size() <= 1) return;
+  auto& alg = tr.algorithm();
+  json h;
+  if (comm.rank() == 0) {
+    h = {{"actor", tr.actor().num_params()},
+         {"reference", tr.reference() ? tr.reference()->num_params() : 0},
+         {"critic", tr.critic() ? tr.critic()->num_params() : 0},
+         {"optimizer_steps", tr.optimizer().steps()},
+         {"critic_optimizer_steps", tr.critic_optimizer() ? tr.critic_optimizer()->steps() : 0},
+         {"last_step", tr.last_step()},
+         {"kl_penalty_coef", alg.kl_penalty().coef()},
+         {"kl_loss_coef", alg.kl_loss().coef()}};
+  }
+  std::string text = h.dump();
+  comm.broadcast(text, 0, "the trainer state header");
+  if (comm.rank() != 0) {
+    h = json::parse(text);
+    check_size(h, "actor", tr.actor().num_params(), comm.rank());
+    check_size(h, "reference", tr.reference() ? tr.reference()->num_params() : 0, comm.rank());
+    check_size(h, "critic", tr.critic() ? tr.critic()->num_params() : 0, comm.rank());
+    tr.optimizer().set_steps(h.at("optimizer_steps").get<int64_t>());
+    if (tr.critic_optimizer()) tr.critic_optimizer()->set_steps(h.at("critic_optimizer_steps").get<int64_t>());
+    tr.set_last_step(h.at("last_step").get<int64_t>());
+    alg.kl_penalty().set_coef(h.at("kl_penalty_coef").get<double>());
+    alg.kl_loss().set_coef(h.at("kl_loss_coef").get<double>());
+  }
+  share(comm, tr.actor().params(), tr.actor().num_params(), "actor weights");
+  share(comm, tr.optimizer().m().data(), static_cast<int64_t>(tr.optimizer().m().size()), "actor optimizer moments");
+  share(comm, tr.optimizer().v().data(), static_cast<int64_t>(tr.optimizer().v().size()), "actor optimizer moments");
+  if (auto* ref = tr.reference()) share(comm, ref->params(), ref->num_params(), "reference weights");
+  if (auto* critic = tr.critic()) {
+    share(comm, critic->params(), critic->num_params(), "critic weights");
+    auto* co = tr.critic_optimizer();
+    share(comm, co->m().data(), static_cast<int64_t>(co->m().size()), "critic optimizer moments");
+    share(comm, co->v().data(), static_cast<int64_t>(co->v().size()), "critic optimizer moments");
+  }
+}
+
+void lead_trainer(dist::Comm& comm, int stage, int64_t schedule_steps, const std::string& model_dir,
+                  trainer::PolicyTrainer& tr) {
+  if (comm.size() <= 1) return;
+  log::info("trainer: data parallel over ", comm.size(), " ranks (", comm.backend(), ")");
+  send(comm, {{"cmd", "trainer"}, {"stage", stage}, {"schedule_steps", schedule_steps}},
+       file::read_all(file::join(model_dir, "config.json")));
+  share_trainer_state(comm, tr);
+}
+
+void lead_step(dist::Comm& comm, int64_t step, const std::vector<buffer::Experience>& batch) {
+  if (comm.size() <= 1) return;
+  std::string body;
+  for (const auto& e : batch) {
+    body += buffer::experience_to_json(e);
+    body += '\n';
+  }
+  send(comm, {{"cmd", "step"}, {"step", step}}, body);
+}
+
+void lead_end_trainer(dist::Comm& comm) {
+  if (comm.size() > 1) send(comm, {{"cmd", "end"}});
+}
+
+void lead_done(dist::Comm& comm) {
+  if (comm.size() > 1) send(comm, {{"cmd", "done"}});
+}
+
+void follow(dist::Comm& comm, const config::LoadResult& loaded) {
+  choose_rank_threads();
+  std::unique_ptr<trainer::PolicyTrainer> tr;
+  int64_t steps = 0;
+  for (;;) {
+    std::string msg;
+    comm.broadcast(msg, 0, "rank 0's next message", /*wait_forever=*/true);
+    const size_t nl = msg.find('\n');
+    const json h = json::parse(msg.substr(0, nl));
+    const std::string body = nl == std::string::npos ? "" : msg.substr(nl + 1);
+    const std::string cmd = h.at("cmd").get<std::string>();
+    if (cmd == "done") break;
+    if (cmd == "trainer") {
+      const int stage = h.at("stage").get<int>();
+      if (stage < 0 || (loaded.stages.empty() ? stage != 0 : stage >= static_cast<int>(loaded.stages.size())))
+        throw ConfigError("dist", strcat("rank 0 runs stage ", stage, ", which rank ", comm.rank(),
+                                         "'s config does not have: every rank must run the same config"));
+      const config::Config& c = loaded.stages.empty() ? loaded.config : loaded.stages[static_cast<size_t>(stage)];
+      trainer::TrainerOptions o = trainer_options(c, h.at("schedule_steps").get<int64_t>());
+      o.comm = &comm;
+      const model::ModelConfig mc = model::parse_config(body, "rank 0's model config.json");
+      tr = std::make_unique<trainer::PolicyTrainer>(model::Transformer(mc), c.algorithm, o);
+      share_trainer_state(comm, *tr);
+      log::info("rank ", comm.rank(), ": training stage '", c.name, "' from step ", tr->last_step());
+    } else if (cmd == "step") {
+      if (!tr) throw Error("dist", "rank 0 sent a train step before starting a trainer");
+      std::vector<buffer::Experience> batch;
+      size_t pos = 0;
+      while (pos < body.size()) {
+        const size_t e = body.find('\n', pos);
+        batch.push_back(buffer::experience_from_json(std::string_view(body).substr(pos, e - pos), "rank 0's batch"));
+        pos = e == std::string::npos ? body.size() : e + 1;
+      }
+      tr->train_step(std::move(batch), h.at("step").get<int64_t>());
+      ++steps;
+    } else if (cmd == "end") {
+      tr.reset();
+    } else {
+      throw Error("dist", strcat("unknown message '", cmd, "' from rank 0 (ranks run different trinity builds?)"));
+    }
+  }
+  log::info("rank ", comm.rank(), ": done after ", steps, " train steps");
+}
+
+}  // namespace trinity::launcher
