@@ -34,14 +34,6 @@ struct PgLost {
 };
 struct PgRetry {};
 
-std::string sanitize_table(const std::string& name) {
-  std::string t;
-  for (char c : name)
-    t += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? static_cast<char>(std::tolower(c)) : '_';
-  if (t.empty()) t = "experience_buffer";
-  return t;
-}
-
 std::string num(double x) {
   char b[32];
   std::snprintf(b, sizeof b, "%.17g", x);
@@ -236,7 +228,7 @@ PgStorage::PgStorage(const StorageConfig& cfg)
                       strcat("buffer '", cfg_.name, "': '", hide_password(cfg_.path), "' is not a postgresql:// URL"));
   url_ = libpq_url(cfg_.path);
   shown_url_ = hide_password(url_);
-  table_ = sanitize_table(cfg_.name);
+  table_ = sql_table_name(cfg_.name, true);
   owner_ = cfg_.reader_id.empty() ? cfg_.name : cfg_.reader_id;
   conn_->url = url_;
   conn_->where = describe();

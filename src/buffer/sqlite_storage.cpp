@@ -30,13 +30,6 @@ enum Status { kPending = 0, kReady = 1, kLeased = 2, kDone = 3 };
 using Busy = detail::SqliteBusy;
 using detail::Stmt;
 
-std::string sanitize_table(const std::string& name) {
-  std::string t;
-  for (char c : name) t += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
-  if (t.empty()) t = "experience_buffer";
-  return t;
-}
-
 std::string random_lease() {
   return strcat("L", ::getpid(), "-", random_suffix(), random_suffix());
 }
@@ -88,7 +81,7 @@ SqliteStorage::SqliteStorage(const StorageConfig& cfg)
       rng_(static_cast<uint64_t>(cfg.data_selector.seed) ^ (static_cast<uint64_t>(::getpid()) << 20)) {
   path_ = sqlite_path_from_url(cfg_.path);
   if (path_.empty()) throw ConfigError("buffer", strcat("sqlite buffer '", cfg_.name, "': path is empty"));
-  table_ = sanitize_table(cfg_.name);
+  table_ = sql_table_name(cfg_.name);
   owner_ = cfg_.reader_id.empty() ? cfg_.name : cfg_.reader_id;
   if (cfg_.replay_buffer.enable) check_priority_fn(cfg_.replay_buffer);
   const int rc = sqlite3_open_v2(path_.c_str(), &db_->db,

@@ -1,6 +1,8 @@
 // Storage factory and URL parsing (see storage.h).
 #include "buffer/storage.h"
 
+#include <cctype>
+
 #include <chrono>
 #include <thread>
 
@@ -92,6 +94,16 @@ std::unique_ptr<ExperienceStorage> open_storage_url(const std::string& url) {
                                        "sqlite:///x.db, x.db, x.sqlite or x.jsonl (append #table for a buffer name)"));
   }
   return open_storage(cfg);
+}
+
+std::string sql_table_name(const std::string& name, bool lowercase) {
+  std::string t;
+  for (char c : name) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+    t += keep ? (lowercase ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : c) : '_';
+  }
+  if (t.empty()) t = "experience_buffer";
+  return t;
 }
 
 }  // namespace trinity::buffer

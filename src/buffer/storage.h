@@ -101,5 +101,7 @@ std::unique_ptr<ExperienceStorage> open_storage_url(const std::string& url);
 bool is_database_path(const std::string& path);
 // SQLAlchemy form: "sqlite:///rel.db" -> "rel.db", "sqlite:////abs/x.db" -> "/abs/x.db"; other text as is.
 std::string sqlite_path_from_url(const std::string& url);
+// The SQL table of buffer `name`: letters, digits and '_' kept, others '_' (PostgreSQL: lower case).
+std::string sql_table_name(const std::string& name, bool lowercase = false);
 
 }  // namespace trinity::buffer

@@ -331,8 +331,21 @@ Metrics Explorer::evaluate(int64_t step, const std::string& prefix) {
   return all;
 }
 
+void Explorer::submit_step(Pending& p, std::vector<buffer::Task> batch) {
+  p.t0 = now_s();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    TaskJob job;
+    job.task = std::move(batch[i]);
+    job.batch_id = std::to_string(p.step);
+    job.task_id = static_cast<int64_t>(i);
+    job.seed = task_seed(p.step, static_cast<int64_t>(i));
+    p.results.push_back(pool_->submit(std::move(job)));
+  }
+}
+
 ExplorerSummary Explorer::run() {
   TRINITY_ASSERT(model_ != nullptr, "Explorer::run needs a RolloutModel (a client factory alone only evaluates)");
+  if (claims_) return run_shared();
   auto stopping = [&] { return stop_ && stop_->load(); };
   if (opts_.eval_on_startup && step_ == 0 && !evals_.empty()) evaluate(0);
   std::vector<Pending> pending;
@@ -347,15 +360,7 @@ ExplorerSummary Explorer::run() {
     step_ = tasks_->step();
     Pending p;
     p.step = step_;
-    p.t0 = now_s();
-    for (size_t i = 0; i < batch->size(); ++i) {
-      TaskJob job;
-      job.task = std::move((*batch)[i]);
-      job.batch_id = std::to_string(step_);
-      job.task_id = static_cast<int64_t>(i);
-      job.seed = task_seed(step_, static_cast<int64_t>(i));
-      p.results.push_back(pool_->submit(std::move(job)));
-    }
+    submit_step(p, std::move(*batch));
     p.tasks_state = tasks_->state();
     pending.push_back(std::move(p));
     const bool sync_point = !opts_.sync_with_trainer ||

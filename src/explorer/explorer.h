@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "buffer/dataset.h"
+#include "buffer/step_claims.h"
 #include "buffer/storage.h"
 #include "buffer/task_scheduler.h"
 #include "explorer/engine_client.h"
@@ -103,6 +104,12 @@ class Explorer {
   void set_auxiliary_models(std::vector<std::shared_ptr<const RolloutModel>> aux) { *aux_ = std::move(aux); }
   // Restores explorer_meta.json if present; returns whether it did.
   bool restore();
+  // One of several explorer processes (distinct explorer.name): run() then takes whole explore steps
+  // from `claims` (leases of lease_s seconds, renewed while the step runs), never blocks on the
+  // trainer (it takes the newest published weights after each step) and ends when every step is done.
+  void share_steps(buffer::StepClaims* claims, std::string name, double lease_s) {
+    claims_ = claims, name_ = std::move(name), lease_s_ = lease_s;
+  }
   int64_t step() const { return step_; }
   RunnerPool& pool() { return *pool_; }
 
@@ -114,6 +121,8 @@ class Explorer {
     double t0 = 0;
   };
   void finish_step(Pending& p);
+  ExplorerSummary run_shared();  // explorer_shared.cpp
+  void submit_step(Pending& p, std::vector<buffer::Task> batch);
   // false: the trainer is done, stop exploring. log_wait: log time/wait_sync at `step`; max_want caps
   // the version waited for.
   bool sync_weights(int64_t step, bool log_wait = true, int64_t max_want = INT64_MAX);
@@ -143,6 +152,9 @@ class Explorer {
   int64_t last_eval_version_ = -1;
   int64_t prefix_query_seen_ = 0, prefix_hit_seen_ = 0;  // engine prefix-cache counters at the last step
   ExplorerSummary summary_;
+  buffer::StepClaims* claims_ = nullptr;  // share_steps
+  std::string name_;
+  double lease_s_ = 600;
 };
 
 }  // namespace trinity::explorer

@@ -14,6 +14,7 @@
 #include "algorithm/algorithm.h"
 #include "buffer/dataset.h"
 #include "buffer/pg_storage.h"
+#include "buffer/step_claims.h"
 #include "buffer/storage.h"
 #include "buffer/task_scheduler.h"
 #include "core/console.h"
@@ -335,6 +336,10 @@ TrainLoopOptions loop_options(const config::Config& c) {
 
 StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bool with_explorer, bool with_trainer) {
   StageSummary s;
+  // Several explorer processes (issue 17): an explore-only process with its own explorer.name shares
+  // the explore steps with the others through leases in the buffer's database.
+  const bool shared_explorer = with_explorer && !with_trainer && c.explorer.name != "explorer";
+  // Their metrics share the role "explorer": each explore step is logged once, by the explorer that ran it.
   monitor::Monitor emon(c.job_dir(), "explorer", c.monitor.monitor_type);
   monitor::Monitor tmon(c.job_dir(), "trainer", c.monitor.monitor_type);
   const bool two_process = !(with_explorer && with_trainer);
@@ -380,14 +385,20 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   std::unique_ptr<algo::Algorithm> ealg;
   std::shared_ptr<const explorer::RolloutModel> rm;
   std::unique_ptr<explorer::Explorer> ex;
+  std::unique_ptr<buffer::StepClaims> claims;
   if (with_explorer) {
     ealg = std::make_unique<algo::Algorithm>(c.algorithm);
     rm = rollout_model(c, w0, v0);
     ex = std::make_unique<explorer::Explorer>(explorer_options(c), rm, std::move(tasks), eval_sets(c), ealg.get(),
                                               storage.get(), &emon, sync.get(), stop);
     ex->set_auxiliary_models(auxiliary_models(c));
-    if (c.continue_from_checkpoint) ex->restore();
-    drop_superseded(emon, ex->step() == 0 ? 0 : ex->step() + 1);  // step 0: the startup eval runs again
+    if (shared_explorer) {
+      claims = buffer::open_step_claims(ebc);
+      ex->share_steps(claims.get(), c.explorer.name, ebc.lease_timeout);
+    } else {
+      if (c.continue_from_checkpoint) ex->restore();
+      drop_superseded(emon, ex->step() == 0 ? 0 : ex->step() + 1);  // step 0: the startup eval runs again
+    }
     sync->set_state("explorer", sync::PeerState::kRunning);
   }
 

@@ -33,6 +33,12 @@ const char* peer_state_name(PeerState s) {
 
 namespace {
 
+std::string host_name() {
+  char h[256] = {0};
+  if (gethostname(h, sizeof h - 1) != 0) return "";
+  return h;
+}
+
 using Clock = std::chrono::steady_clock;
 
 class MemorySync : public Synchronizer {
@@ -174,9 +180,10 @@ class CheckpointSync : public Synchronizer {
   int64_t latest_version() override { return read_iteration(file::join(job_, "latest_state_dict_iteration.txt")); }
   bool peers_can_restart() const override { return true; }
   void set_state(const std::string& role, PeerState s, const std::string& error) override {
-    const std::string j = strcat("{\"role\": \"", role, "\", \"state\": \"", peer_state_name(s), "\", \"pid\": ",
-                                 static_cast<long>(getpid()), ", \"time\": ", static_cast<long>(std::time(nullptr)),
-                                 ", \"error\": \"", json_escape(error), "\"}\n");
+    const std::string j =
+        strcat("{\"role\": \"", role, "\", \"state\": \"", peer_state_name(s),
+               "\", \"pid\": ", static_cast<long>(getpid()), ", \"host\": \"", json_escape(host_name()),
+               "\", \"time\": ", static_cast<long>(std::time(nullptr)), ", \"error\": \"", json_escape(error), "\"}\n");
     file::write_atomic(file::join(job_, role + "_status.json"), j);
   }
   PeerState state(const std::string& role, std::string* error) override {
@@ -193,6 +200,10 @@ class CheckpointSync : public Synchronizer {
     if (st == "finished") return PeerState::kFinished;
     if (st == "failed") return PeerState::kFailed;
     if (st == "running") {
+      // A process of another machine (several explorers, a shared job directory) cannot be checked
+      // from here: it counts as running, and the reader's own deadline (max_read_timeout) applies.
+      const std::string host = field(j, "host");
+      if (!host.empty() && host != host_name()) return PeerState::kRunning;
       const long pid = std::atol(field(j, "pid").c_str());
       if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
         if (error) *error = strcat(role, " process (pid ", pid, ") is gone without finishing");
