@@ -4,13 +4,13 @@
 // clock on PostgreSQL (explorers on different machines agree) and the machine's on sqlite.
 #include "buffer/step_claims.h"
 
-#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include <chrono>
 #include <cstdio>
 #include <thread>
 
+#include "buffer/pg_session.h"
 #include "buffer/pg_storage.h"
 #include "buffer/sqlite_stmt.h"
 #include "buffer/storage.h"
@@ -151,108 +151,54 @@ class SqliteClaims final : public StepClaims {
 
 class PgClaims final : public StepClaims {
  public:
-  explicit PgClaims(const StorageConfig& c) : url_(libpq_url(c.path)) {
+  explicit PgClaims(const StorageConfig& c) : db_(c.path, "explore-step leases in PostgreSQL") {
     const std::string name = sql_table_name(c.name, true);
     t_ = strcat("\"", name, "_explore_steps\"");
     exp_ = strcat("\"", name, "\"");
-    tx([&] {
-      x("SELECT pg_advisory_xact_lock(7177001)");  // racing creators agree
-      x(strcat("CREATE TABLE IF NOT EXISTS ", t_,
-               " (step BIGINT PRIMARY KEY, owner TEXT NOT NULL, state INTEGER NOT NULL, lease_expires DOUBLE PRECISION "
-               "NOT NULL)"));
-      return 0;
+    db_.tx([&] {
+      db_.exec("SELECT pg_advisory_xact_lock(7177001)");  // racing creators agree
+      db_.exec(strcat("CREATE TABLE IF NOT EXISTS ", t_,
+                      " (step BIGINT PRIMARY KEY, owner TEXT NOT NULL, state INTEGER NOT NULL, lease_expires DOUBLE "
+                      "PRECISION NOT NULL)"));
     });
-  }
-  ~PgClaims() override {
-    if (c_) PQfinish(c_);
   }
   int64_t claim(const std::string& owner, int64_t max_step, double lease_s, std::string* previous) override {
-    return tx([&] {
-      x(strcat("LOCK TABLE ", t_, " IN EXCLUSIVE MODE"));
-      const double now = std::stod(q("SELECT extract(epoch from clock_timestamp())::float8"));
-      const bool has_exp = !q(strcat("SELECT to_regclass('", exp_, "')")).empty();
+    int64_t out = 0;
+    db_.tx([&] {
+      db_.exec(strcat("LOCK TABLE ", t_, " IN EXCLUSIVE MODE"));
+      const double now = std::stod(db_.exec("SELECT extract(epoch from clock_timestamp())::float8").first());
+      const bool has_exp = !db_.exec(strcat("SELECT to_regclass('", exp_, "')")).first().empty();
       const std::string et = has_exp ? exp_ : "(SELECT ''::text AS task_id WHERE false) AS none";
-      return decide([&](const std::string& s) { return q(s); }, [&](const std::string& s) { x(s); }, t_, et, owner,
-                    max_step, now, lease_s, previous);
+      out = decide([&](const std::string& q) { return db_.exec(q).first(); },
+                   [&](const std::string& q) { db_.exec(q); }, t_, et, owner, max_step, now, lease_s, previous);
     });
+    return out;
   }
   bool renew(int64_t step, const std::string& owner, double lease_s) override {
-    return tx([&] {
-             return pg(strcat("UPDATE ", t_, " SET lease_expires = extract(epoch from clock_timestamp()) + ", lease_s,
-                              " WHERE step = ", step, " AND state = 1 AND owner = ", lit(owner)),
-                       true) == "1"
-                        ? 1
-                        : 0;
-           }) != 0;
+    int64_t n = 0;
+    db_.tx([&] {
+      n = db_.exec(strcat("UPDATE ", t_, " SET lease_expires = extract(epoch from clock_timestamp()) + ", lease_s,
+                          " WHERE step = ", step, " AND state = 1 AND owner = ", lit(owner)))
+              .changed;
+    });
+    return n > 0;
   }
   void done(int64_t step, const std::string& owner) override {
-    tx([&] {
-      x(strcat("UPDATE ", t_, " SET state = 2 WHERE step = ", step, " AND owner = ", lit(owner)));
-      return 0;
-    });
+    db_.tx([&] { db_.exec(strcat("UPDATE ", t_, " SET state = 2 WHERE step = ", step, " AND owner = ", lit(owner))); });
   }
   ClaimStats stats() override {
     ClaimStats s;
-    tx([&] {
-      s.claimed = std::stoll(q(strcat("SELECT COUNT(*) FROM ", t_)));
-      s.done = std::stoll(q(strcat("SELECT COUNT(*) FROM ", t_, " WHERE state = 2")));
-      return 0;
+    db_.tx([&] {
+      s.claimed = std::stoll(db_.exec(strcat("SELECT COUNT(*) FROM ", t_)).first());
+      s.done = std::stoll(db_.exec(strcat("SELECT COUNT(*) FROM ", t_, " WHERE state = 2")).first());
     });
     return s;
   }
   std::string describe() const override { return strcat("explore-step leases ", t_, " in PostgreSQL"); }
 
  private:
-  struct Lost {
-    std::string msg;
-  };
-  // Runs fn in a transaction, reconnecting with backoff for up to 60 s when the server goes away.
-  template <typename Fn>
-  int64_t tx(Fn&& fn) {
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    for (int attempt = 1;; ++attempt) {
-      try {
-        if (!c_ || PQstatus(c_) != CONNECTION_OK) {
-          if (c_) PQfinish(c_);
-          c_ = PQconnectdb(url_.c_str());
-          if (PQstatus(c_) != CONNECTION_OK) throw Lost{PQerrorMessage(c_)};
-          PQsetNoticeProcessor(
-              c_, [](void*, const char*) {}, nullptr);
-        }
-        x("BEGIN");
-        const int64_t r = fn();
-        x("COMMIT");
-        return r;
-      } catch (const Lost& e) {
-        if (std::chrono::steady_clock::now() > end)
-          throw IoError("buffer", strcat(describe(), ": the database is unreachable: ", e.msg));
-        if (attempt == 1) log::warn(describe(), ": database connection lost (", e.msg, "); reconnecting");
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(2000, 50 << std::min(attempt, 6))));
-      }
-    }
-  }
-  // One statement; returns the first column of the first row ("" = none), or with `count` the
-  // number of rows it changed.
-  std::string pg(const std::string& sql, bool count = false) {
-    PGresult* r = PQexec(c_, sql.c_str());
-    const ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-      const std::string msg = PQerrorMessage(c_);
-      PQclear(r);
-      if (PQstatus(c_) != CONNECTION_OK) throw Lost{msg};
-      PQclear(PQexec(c_, "ROLLBACK"));
-      throw IoError("buffer", strcat(describe(), ": '", sql, "': ", msg));
-    }
-    std::string out = count                                       ? std::string(PQcmdTuples(r))
-                      : PQntuples(r) > 0 && !PQgetisnull(r, 0, 0) ? std::string(PQgetvalue(r, 0, 0))
-                                                                  : std::string();
-    PQclear(r);
-    return out;
-  }
-  std::string q(const std::string& sql) { return pg(sql); }
-  void x(const std::string& sql) { pg(sql); }
-  std::string url_, t_, exp_;
-  PGconn* c_ = nullptr;
+  PgSession db_;
+  std::string t_, exp_;
 };
 
 }  // namespace

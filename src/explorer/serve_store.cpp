@@ -1,11 +1,15 @@
-// ServeStore over SQLite (see serve_store.h). Token arrays are stored as native little-endian blobs.
+// ServeStore over SQLite and the choice of store (see serve_store.h). Token arrays are stored as native little-endian
+// blobs.
 #include "explorer/serve_store.h"
 
 #include <sqlite3.h>
 
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 
+#include "buffer/pg_storage.h"
 #include "core/error.h"
 
 namespace trinity::explorer {
@@ -71,9 +75,29 @@ class Stmt {
   sqlite3_stmt* st_ = nullptr;
 };
 
-}  // namespace
+class SqliteServeStore final : public ServeStore {
+ public:
+  explicit SqliteServeStore(const std::string& path);
+  ~SqliteServeStore() override;
+  void record(const tok::RecordedCall& c) override;
+  Feedback feedback(const std::vector<std::string>& msg_ids, double reward, const std::string& task_id,
+                    int64_t run_id) override;
+  std::vector<Group> ready() override;
+  void mark_committed(const std::vector<std::pair<std::string, int64_t>>& rows) override;
+  int64_t drop_pending_older_than(double cutoff) override;
+  Counts counts() override;
+  int64_t get_meta(const std::string& key, int64_t def) override;
+  void set_meta(const std::string& key, int64_t value) override;
+  std::string describe() const override { return "serve history " + path_; }
 
-ServeStore::ServeStore(const std::string& path) : path_(path) {
+ private:
+  void exec(const char* sql);
+  std::mutex mu_;
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+SqliteServeStore::SqliteServeStore(const std::string& path) : path_(path) {
   if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                       nullptr) != SQLITE_OK) {
     const std::string err = db_ ? sqlite3_errmsg(db_) : "out of memory";
@@ -93,11 +117,11 @@ ServeStore::ServeStore(const std::string& path) : path_(path) {
   exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)");
 }
 
-ServeStore::~ServeStore() {
+SqliteServeStore::~SqliteServeStore() {
   if (db_) sqlite3_close(db_);
 }
 
-void ServeStore::exec(const char* sql) {
+void SqliteServeStore::exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     const std::string e = err ? err : "unknown error";
@@ -106,7 +130,7 @@ void ServeStore::exec(const char* sql) {
   }
 }
 
-void ServeStore::record(const tok::RecordedCall& c) {
+void SqliteServeStore::record(const tok::RecordedCall& c) {
   std::lock_guard<std::mutex> l(mu_);
   Stmt st(db_,
           "INSERT OR REPLACE INTO calls (msg_id, choice, created, version, finish, prompt, ids, logprobs, state) "
@@ -116,8 +140,8 @@ void ServeStore::record(const tok::RecordedCall& c) {
   st.step();
 }
 
-ServeStore::Feedback ServeStore::feedback(const std::vector<std::string>& msg_ids, double reward,
-                                          const std::string& task_id, int64_t run_id) {
+ServeStore::Feedback SqliteServeStore::feedback(const std::vector<std::string>& msg_ids, double reward,
+                                                const std::string& task_id, int64_t run_id) {
   std::lock_guard<std::mutex> l(mu_);
   Feedback out;
   exec("BEGIN IMMEDIATE");
@@ -139,7 +163,7 @@ ServeStore::Feedback ServeStore::feedback(const std::vector<std::string>& msg_id
   return out;
 }
 
-std::vector<ServeStore::Group> ServeStore::ready() {
+std::vector<ServeStore::Group> SqliteServeStore::ready() {
   std::lock_guard<std::mutex> l(mu_);
   Stmt st(db_,
           "SELECT msg_id, choice, created, version, finish, prompt, ids, logprobs, reward, task_id, run_id FROM calls "
@@ -169,7 +193,7 @@ std::vector<ServeStore::Group> ServeStore::ready() {
   return out;
 }
 
-void ServeStore::mark_committed(const std::vector<std::pair<std::string, int64_t>>& rows) {
+void SqliteServeStore::mark_committed(const std::vector<std::pair<std::string, int64_t>>& rows) {
   std::lock_guard<std::mutex> l(mu_);
   exec("BEGIN IMMEDIATE");
   try {
@@ -187,7 +211,7 @@ void ServeStore::mark_committed(const std::vector<std::pair<std::string, int64_t
   }
 }
 
-int64_t ServeStore::drop_pending_older_than(double cutoff) {
+int64_t SqliteServeStore::drop_pending_older_than(double cutoff) {
   std::lock_guard<std::mutex> l(mu_);
   Stmt st(db_, "DELETE FROM calls WHERE state = 0 AND created < ?");
   st.f64(1, cutoff);
@@ -195,7 +219,7 @@ int64_t ServeStore::drop_pending_older_than(double cutoff) {
   return sqlite3_changes(db_);
 }
 
-ServeStore::Counts ServeStore::counts() {
+ServeStore::Counts SqliteServeStore::counts() {
   std::lock_guard<std::mutex> l(mu_);
   Stmt st(db_, "SELECT state, COUNT(*) FROM calls GROUP BY state");
   Counts c;
@@ -206,18 +230,25 @@ ServeStore::Counts ServeStore::counts() {
   return c;
 }
 
-int64_t ServeStore::get_meta(const std::string& key, int64_t def) {
+int64_t SqliteServeStore::get_meta(const std::string& key, int64_t def) {
   std::lock_guard<std::mutex> l(mu_);
   Stmt st(db_, "SELECT value FROM meta WHERE key = ?");
   st.text(1, key);
   return st.step() ? st.col_i64(0) : def;
 }
 
-void ServeStore::set_meta(const std::string& key, int64_t value) {
+void SqliteServeStore::set_meta(const std::string& key, int64_t value) {
   std::lock_guard<std::mutex> l(mu_);
   Stmt st(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)");
   st.text(1, key).i64(2, value);
   st.step();
+}
+
+}  // namespace
+
+std::unique_ptr<ServeStore> open_serve_store(const std::string& where, const std::string& table) {
+  if (buffer::is_postgres_url(where)) return open_pg_serve_store(where, table);
+  return std::make_unique<SqliteServeStore>(where);
 }
 
 }  // namespace trinity::explorer

@@ -1,6 +1,6 @@
 // `mode: serve` (trinity-rft.md §4.4; docs/agents.md "Serve mode"): an OpenAI endpoint on
 // explorer.listen_address:proxy_port over the rollout model that records every call (ServeStore,
-// <job>/buffer/proxy_history.db) and takes rewards later:
+// <job>/buffer/proxy_history.db, or tables beside a PostgreSQL buffer) and takes rewards later:
 //   POST /feedback {"reward": r, "msg_ids": [response ids], "task_id": "...", "run_id": 0}
 //   POST /commit   the rewarded calls -> experiences (one explore step, group advantages by task)
 //                  written to buffer.trainer_input.experience_buffer, where a `mode: train` process
@@ -42,7 +42,7 @@ namespace fs = std::filesystem;
 // What the endpoints share.
 struct ServeState {
   const config::Config& cfg;
-  explorer::ServeStore store;
+  std::unique_ptr<explorer::ServeStore> store;
   std::unique_ptr<buffer::ExperienceStorage> out;
   algo::Algorithm algo;
   monitor::Monitor mon;
@@ -54,7 +54,7 @@ struct ServeState {
   ServeState(const config::Config& c, const std::string& db, std::unique_ptr<buffer::ExperienceStorage> o,
              std::shared_ptr<const explorer::RolloutModel> m)
       : cfg(c),
-        store(db),
+        store(explorer::open_serve_store(db, c.buffer.trainer_input.experience_buffer.name + "_proxy_history")),
         out(std::move(o)),
         algo(c.algorithm),
         mon(c.job_dir(), "explorer", c.monitor.monitor_type),
@@ -85,15 +85,15 @@ std::pair<int, std::string> feedback(ServeState& s, const std::string& body) {
     if (!rr->is_number_integer()) throw std::invalid_argument("'run_id' must be an integer");
     run_id = rr->get<int64_t>();
   }
-  const auto fb = s.store.feedback(msg_ids, r->get<double>(), task_id, run_id);
+  const auto fb = s.store->feedback(msg_ids, r->get<double>(), task_id, run_id);
   return {200, json{{"status", "success"}, {"updated", fb.updated}, {"unknown_msg_ids", fb.unknown}}.dump()};
 }
 
 // POST /commit.
 std::pair<int, std::string> commit(ServeState& s) {
   std::lock_guard<std::mutex> l(s.commit_mu);
-  const auto groups = s.store.ready();
-  const int64_t step = s.store.get_meta("explore_step", 0) + 1;
+  const auto groups = s.store->ready();
+  const int64_t step = s.store->get_meta("explore_step", 0) + 1;
   if (groups.empty()) return {200, json{{"status", "success"}, {"experiences", 0}, {"step", step - 1}}.dump()};
   std::map<std::string, int64_t> task_index;
   std::vector<buffer::Experience> exps;
@@ -124,8 +124,8 @@ std::pair<int, std::string> commit(ServeState& s) {
                        {{"message", "the experience buffer stayed full for 60 s; commit again later"},
                         {"type", "server_error"}}}}
                      .dump()};
-  s.store.mark_committed(rows);
-  s.store.set_meta("explore_step", step);
+  s.store->mark_committed(rows);
+  s.store->set_meta("explore_step", step);
   s.experiences += static_cast<int64_t>(exps.size());
   double reward = 0;
   for (const auto& e : exps) reward += *e.reward;
@@ -143,14 +143,14 @@ std::pair<int, std::string> commit(ServeState& s) {
 std::pair<int, std::string> metrics(ServeState& s, server::Server& srv, const std::string& accept) {
   if (accept.find("text/plain") != std::string::npos || accept.find("openmetrics") != std::string::npos)
     return {200, srv.metrics_text()};
-  const auto c = s.store.counts();
+  const auto c = s.store->counts();
   return {200, json{{"rollout/model_0/total_request_count", s.requests.load()},
                     {"rollout/model_0/model_version", s.rm->engine->model_version()},
                     {"rollout/total_experience_count", s.experiences.load()},
                     {"rollout/ready_experience_count", c.ready},
                     {"rollout/recorded_call_count", c.recorded},
                     {"rollout/committed_call_count", c.committed},
-                    {"explore_step_num", s.store.get_meta("explore_step", 0)}}
+                    {"explore_step_num", s.store->get_meta("explore_step", 0)}}
                    .dump()};
 }
 
@@ -174,13 +174,17 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
                               : c.model.model_path;
   auto rm = make_rollout_model(c, std::make_shared<const model::Transformer>(model::Transformer::load(dir)), version);
   file::make_dirs(file::join(c.job_dir(), "buffer"));
-  ServeState st(c, file::join(c.job_dir(), "buffer/proxy_history.db"), std::move(storage), rm);
-  if (const int64_t n = st.store.drop_pending_older_than(wall_seconds() - c.explorer.proxy_pending_ttl))
+  // The call history lives beside the buffer: in its PostgreSQL database when it has one (serve
+  // processes on several machines then share it), else in <job>/buffer/proxy_history.db.
+  const std::string history_at =
+      buffer::is_postgres_url(ebc.path) ? ebc.path : file::join(c.job_dir(), "buffer/proxy_history.db");
+  ServeState st(c, history_at, std::move(storage), rm);
+  if (const int64_t n = st.store->drop_pending_older_than(wall_seconds() - c.explorer.proxy_pending_ttl))
     log::warn("serve: dropped ", n,
               " recorded call(s) that got no reward within explorer.proxy_pending_ttl = ", c.explorer.proxy_pending_ttl,
               " s");
   {
-    const auto k = st.store.counts();
+    const auto k = st.store->counts();
     if (k.recorded + k.ready > 0)
       log::info("serve: ", k.recorded, " recorded call(s) awaiting a reward and ", k.ready,
                 " rewarded call(s) awaiting /commit, kept from before the restart");
@@ -199,7 +203,7 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
   so.recording_for_key = [key, history, sp](const std::string& k) -> std::optional<server::Recording> {
     if (!key.empty() && k != key) return std::nullopt;
     return server::Recording{history, nullptr, [sp](const tok::RecordedCall& call) {
-                               sp->store.record(call);
+                               sp->store->record(call);
                                if (call.choice == 0) ++sp->requests;
                              }};
   };
@@ -237,14 +241,14 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
     }
     if (wall_seconds() - last_drop > 60) {
       last_drop = wall_seconds();
-      if (const int64_t n = st.store.drop_pending_older_than(last_drop - c.explorer.proxy_pending_ttl))
+      if (const int64_t n = st.store->drop_pending_older_than(last_drop - c.explorer.proxy_pending_ttl))
         log::warn("serve: dropped ", n, " recorded call(s) with no reward after ", c.explorer.proxy_pending_ttl, " s");
     }
   }
   srv.stop();
   th.join();
   sync->set_state("explorer", sync::PeerState::kFinished);
-  summary.explore_steps = st.store.get_meta("explore_step", 0);
+  summary.explore_steps = st.store->get_meta("explore_step", 0);
   summary.stopped = true;
   return summary;
 }
