@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "buffer/pg_exec.h"
 #include "buffer/pg_storage.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -42,20 +43,14 @@ void PgSession::connect() {
 
 PgSession::Result PgSession::exec(const std::string& sql, const std::vector<Param>& params) {
   if (!conn_ || PQstatus(pg(conn_)) != CONNECTION_OK) throw Lost{"not connected"};
-  std::vector<const char*> values;
-  std::vector<int> lengths, formats;
-  for (const auto& p : params) {
-    values.push_back(p.null ? nullptr : p.value.data());
-    lengths.push_back(static_cast<int>(p.value.size()));
-    formats.push_back(p.binary ? 1 : 0);
-  }
-  PGresult* r = PQexecParams(pg(conn_), sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(),
-                             lengths.data(), formats.data(), 0);
-  const ExecStatusType st = PQresultStatus(r);
+  PGresult* r = detail::exec_params(pg(conn_), sql, params);
+  const ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    const std::string msg = trimmed(PQerrorMessage(pg(conn_)));
+    std::string msg;
+    const detail::PgFailure f = detail::classify(r, pg(conn_), &msg);
     PQclear(r);
-    if (PQstatus(pg(conn_)) != CONNECTION_OK) throw Lost{msg};
+    if (f == detail::PgFailure::kLost) throw Lost{msg};
+    if (f == detail::PgFailure::kRetry) throw Retry{};
     throw IoError("buffer", strcat(where_, ": '", sql.substr(0, 120), "': ", msg));
   }
   Result out;
@@ -88,6 +83,10 @@ void PgSession::tx(const std::function<void()>& fn) {
         if (PQstatus(pg(conn_)) == CONNECTION_OK) PQclear(PQexec(pg(conn_), "ROLLBACK"));
         throw;
       }
+    } catch (const Retry&) {  // serialization failure or deadlock: run it again
+      if (PQstatus(pg(conn_)) == CONNECTION_OK) PQclear(PQexec(pg(conn_), "ROLLBACK"));
+      if (std::chrono::steady_clock::now() > end)
+        throw IoError("buffer", strcat(where_, ": transaction kept conflicting"));
     } catch (const Lost& e) {
       if (std::chrono::steady_clock::now() > end)
         throw IoError("buffer", strcat(where_, ": the database is unreachable (60 s of retries): ", e.msg));

@@ -46,6 +46,7 @@ class PgSession {
   struct Lost {
     std::string msg;
   };
+  struct Retry {};
   void connect();
   std::string url_, where_;
   void* conn_ = nullptr;  // PGconn*

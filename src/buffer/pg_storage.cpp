@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "buffer/json_util.h"
+#include "buffer/pg_exec.h"
 #include "buffer/replay.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -155,24 +156,14 @@ struct PgStorage::Conn {
   // deadlock (the transaction is run again), IoError naming the statement otherwise.
   Res exec(const std::string& sql, const std::vector<Param>& params = {}) {
     if (!c || PQstatus(c) != CONNECTION_OK) throw PgLost{"not connected"};
-    std::vector<const char*> values;
-    std::vector<int> lengths, formats;
-    for (const auto& p : params) {
-      values.push_back(p.null ? nullptr : p.value.data());
-      lengths.push_back(static_cast<int>(p.value.size()));
-      formats.push_back(p.binary ? 1 : 0);
-    }
-    PGresult* r = PQexecParams(c, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), lengths.data(),
-                               formats.data(), 0);
+    PGresult* r = detail::exec_params(c, sql, params);
     const ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return Res(r);
-    const char* code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
-    const std::string state = code ? code : "";
-    std::string msg = r ? PQresultErrorMessage(r) : PQerrorMessage(c);
+    std::string msg;
+    const detail::PgFailure f = detail::classify(r, c, &msg);
     PQclear(r);
-    while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-    if (PQstatus(c) != CONNECTION_OK || state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0) throw PgLost{msg};
-    if (state == "40001" || state == "40P01") throw PgRetry{};
+    if (f == detail::PgFailure::kLost) throw PgLost{msg};
+    if (f == detail::PgFailure::kRetry) throw PgRetry{};
     throw IoError("buffer", strcat(where, ": ", msg, " (in: ", sql.substr(0, 100), ")"));
   }
 };

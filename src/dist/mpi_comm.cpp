@@ -182,12 +182,3 @@ void finalize_mpi() {
 }
 
 }  // namespace trinity::dist
-
-#if defined(__SANITIZE_ADDRESS__)
-// OpenMPI and its runtime libraries keep allocations past MPI_Finalize by design; without these the
-// dev build's LeakSanitizer would fail every rank at exit.
-extern "C" const char* __lsan_default_suppressions() {
-  return "leak:libmpi.so\nleak:libopen-pal.so\nleak:libopen-rte.so\nleak:libpmix.so\nleak:libhwloc.so\n"
-         "leak:libevent\nleak:mca_\n";
-}
-#endif
