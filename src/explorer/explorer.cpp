@@ -247,6 +247,14 @@ bool Explorer::sync_on_resume() {
   return ok;
 }
 
+bool Explorer::pull_newest_weights() {
+  const int64_t have = model_->engine->model_version();
+  sync::Weights w;
+  const sync::WaitStatus st = sync_->wait_for(have + 1, have, 0.0, &w);
+  if (w.model && w.version > have) model_->set_weights(w.model, w.version);
+  return st != sync::WaitStatus::kTrainerDone;
+}
+
 bool Explorer::sync_weights(int64_t step, bool log_wait, int64_t max_want) {
   if (!sync_) return true;
   // The version the trainer can reach with the data written up to step - sync_offset.
@@ -257,12 +265,7 @@ bool Explorer::sync_weights(int64_t step, bool log_wait, int64_t max_want) {
   const int64_t tbs = std::max<int64_t>(1, opts_.train_batch_size);
   const int64_t want = std::min(written / tbs, max_want);
   const int64_t have = model_->engine->model_version();
-  if (!opts_.sync_blocking) {
-    sync::Weights w;
-    const sync::WaitStatus st = sync_->wait_for(have + 1, have, 0.0, &w);
-    if (w.model && w.version > have) model_->set_weights(w.model, w.version);
-    return st != sync::WaitStatus::kTrainerDone;
-  }
+  if (!opts_.sync_blocking) return pull_newest_weights();
   if (want <= have) return true;
   Timer t;
   sync::Weights w;

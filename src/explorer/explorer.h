@@ -127,6 +127,9 @@ class Explorer {
   // the version waited for.
   bool sync_weights(int64_t step, bool log_wait = true, int64_t max_want = INT64_MAX);
   bool sync_on_resume();
+  // Takes the newest published weights if newer than the engine's, without waiting; false when the
+  // trainer is done.
+  bool pull_newest_weights();
   void save_state();
   uint64_t task_seed(int64_t step, int64_t task) const;
 

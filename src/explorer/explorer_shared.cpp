@@ -75,12 +75,7 @@ ExplorerSummary Explorer::run_shared() {
     finish_step(p);  // one write: the step's experiences land together or not at all
     claims_->done(k, name_);
     summary_.steps += 1;
-    if (sync_) {  // the newest weights, without waiting
-      sync::Weights w;
-      const int64_t have = model_->engine->model_version();
-      sync_->wait_for(have + 1, have, 0.0, &w);
-      if (w.model && w.version > have) model_->set_weights(w.model, w.version);
-    }
+    if (sync_) pull_newest_weights();  // without waiting
     if (opts_.eval_interval > 0 && k % opts_.eval_interval == 0 && !stopping()) evaluate(k);
     if (bar) bar->update(claims_->stats().done);
   }

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -78,6 +79,16 @@ inline int wait_exit(const Proc& p, double timeout_s) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+// Polls `cond` every 20 ms until it holds (true) or `seconds` pass (its last value).
+inline bool wait_for(const std::function<bool()>& cond, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return cond();
 }
 
 struct RunOut {

@@ -301,15 +301,6 @@ pid_t rank_pid(pid_t parent, int rank) {
   return found;
 }
 
-bool wait_for(const std::function<bool()>& cond, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return cond();
-}
-
 // kill -9 of rank 1 while rank 0 waits for experiences: the job ends within the deadline, and the
 // run resumes on 1 rank from its last checkpoint to the weights of an uninterrupted 1-rank run.
 TEST(DistTrainFailure, KilledRankEndsTheJobAndTheRunResumes) {

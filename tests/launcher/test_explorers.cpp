@@ -55,15 +55,6 @@ std::vector<std::string> args(const std::string& cfg, const std::vector<std::str
   return a;
 }
 
-bool wait_for(const std::function<bool()>& cond, double seconds) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 class Explorers : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Explorers, TwoExplorersOneDiesEveryStepTrainedOnce) {
