@@ -133,11 +133,23 @@ int cmd_init_model(const Argv& argv) {
   return 0;
 }
 
+namespace {
+
+// --model, plus --adapter (a PEFT LoRA adapter on it) and --checkpointing (activation checkpointing).
+model::Transformer debug_model(const Args& a) {
+  model::Transformer m = model::Transformer::load(hub::resolve_model_dir(a.str("model"), "--model"));
+  if (a.has("adapter")) model::load_adapter(m, a.str("adapter"));
+  m.set_gradient_checkpointing(a.flag("checkpointing"));
+  return m;
+}
+
+}  // namespace
+
 int cmd_debug_logprobs(const Argv& argv) {
-  Args a("debug logprobs", argv, {"model", "input", "output", "temperature", "max-batch-tokens"});
+  Args a("debug logprobs", argv, {"model", "adapter", "input", "output", "temperature", "max-batch-tokens"});
   const double temp = a.f64("temperature", 1.0);
   if (!(temp > 0)) throw ConfigError("cli", strcat("debug logprobs: --temperature must be > 0, got ", temp));
-  model::Transformer m = model::Transformer::load(hub::resolve_model_dir(a.str("model"), "--model"));
+  model::Transformer m = debug_model(a);
   const auto seqs = read_token_lines(a.str("input"), m.config().vocab_size);
   std::string out;
   std::vector<float> lp, ent;
@@ -160,8 +172,8 @@ int cmd_debug_logprobs(const Argv& argv) {
 }
 
 int cmd_debug_grad(const Argv& argv) {
-  Args a("debug grad", argv, {"model", "input", "output", "max-batch-tokens"});
-  model::Transformer m = model::Transformer::load(hub::resolve_model_dir(a.str("model"), "--model"));
+  Args a("debug grad", argv, {"model", "adapter", "checkpointing!", "input", "output", "max-batch-tokens"});
+  model::Transformer m = debug_model(a);
   const auto seqs = read_token_lines(a.str("input"), m.config().vocab_size);
   m.zero_grad();
   std::vector<float> lp, ent;
@@ -171,9 +183,11 @@ int cmd_debug_grad(const Argv& argv) {
     m.forward(model::Batch::next_token(chunk), lp, ent);
     m.backward(std::vector<float>(lp.size(), -1.0f), {});
   }
-  auto grads = m.grad_tensors();
+  // With an adapter only the adapters have gradients (PEFT names); otherwise every parameter.
+  const auto grads = m.has_lora() ? m.lora_tensors(true) : m.grad_tensors();
+  const auto& specs = m.has_lora() ? m.lora_specs() : m.param_specs();
   std::vector<model::NamedTensor> named;
-  for (size_t i = 0; i < grads.size(); ++i) named.push_back({m.param_specs()[i].name, &grads[i]});
+  for (size_t i = 0; i < grads.size(); ++i) named.push_back({specs[i].name, &grads[i]});
   model::write_safetensors(a.str("output"), named, tensor::DType::kF32);
   return 0;
 }

@@ -38,7 +38,7 @@ const char kUsage[] =
     "                     [--max-model-len N] [--served-model-name NAME] [--max-request-mb 8]\n"
     "                     [--http-threads 256] [--allow-origin ORIGIN] [--header-timeout-s 10]\n"
     "                     [--body-timeout-s 60] [--idle-timeout-s 30] [--no-access-log]\n"
-    "                     [--no-prefix-cache]\n"
+    "                     [--no-prefix-cache] [--adapter PEFT_DIR]\n"
     "Endpoints: GET /health, GET /metrics (Prometheus), GET /v1/models, POST /v1/completions,\n"
     "POST /v1/chat/completions. --allow-origin adds CORS headers (\"*\" or one origin); the timeouts are\n"
     "total times for a request's headers, its body, and an idle keep-alive connection (408 / close).\n"
@@ -55,7 +55,7 @@ int cmd_serve(const Argv& argv) {
   Args a("serve", argv,
          {"model", "host", "port", "api-key", "kv-cache-mb", "max-model-len", "served-model-name", "max-request-mb",
           "http-threads", "allow-origin", "header-timeout-s", "body-timeout-s", "idle-timeout-s", "no-access-log!",
-          "no-prefix-cache!"});
+          "no-prefix-cache!", "adapter"});
   const std::string model_arg = a.str("model");
   const std::string dir = hub::resolve_model_dir(model_arg, "--model");  // a Hub id -> its snapshot folder
   server::ServerOptions so;
@@ -102,6 +102,11 @@ int cmd_serve(const Argv& argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   auto model = std::make_shared<model::Transformer>(model::Transformer::load(dir));
+  if (a.has("adapter")) {  // a PEFT LoRA adapter, merged into the served weights once
+    model::load_adapter(*model, a.str("adapter"));
+    model = std::make_shared<model::Transformer>(model::merged_copy(*model));
+    log::info("serve: LoRA adapter ", a.str("adapter"), " merged into ", dir);
+  }
   auto tokenizer = std::make_shared<tok::Tokenizer>(tok::load_model_tokenizer(dir, model->config().vocab_size));
   const tok::TokenizerConfig tc = tok::TokenizerConfig::load(dir);
   for (const auto& s : tc.additional_special_tokens)

@@ -28,5 +28,6 @@ int cmd_run(const Argv& args);
 int cmd_bench(const Argv& args);
 int cmd_debug_workflow(const Argv& args);
 int cmd_version(const Argv& args);
+int cmd_export_merge(const Argv& args);
 
 }  // namespace trinity::cli

@@ -45,6 +45,7 @@ const Command kCommands[] = {
     {"debug workflow", trinity::cli::cmd_debug_workflow,
      "run one task's workflow once; print conversation, reward, logprobs"},
     {"debug grad", trinity::cli::cmd_debug_grad, "gradient of -sum(logprobs) for every parameter"},
+    {"export merge", trinity::cli::cmd_export_merge, "merge a PEFT LoRA adapter into its base: a plain HF model"},
     {"debug loss", trinity::cli::cmd_debug_loss,
      "run an algorithm on one batch: loss, advantages, dloss/dlogprob, metrics"},
     {"version", trinity::cli::cmd_version, "version, git commit, build flags, BLAS library (also --version)"},

@@ -68,6 +68,21 @@ struct ModelConfig {
     std::string model_name;  // "" = model_path
     bool operator==(const ExternalModel&) const = default;
   } external_model;
+  // model.lora_configs (at most one entry): LoRA adapters on the actor (model/lora.h). `path`: start
+  // from an existing PEFT adapter directory (its adapter_config.json sets rank, alpha and targets).
+  struct Lora {
+    std::string name = "default";
+    std::string path;
+    std::string base_model_name;
+    int64_t lora_rank = 32;
+    double lora_alpha = 32.0;
+    double lora_dropout = 0.0;  // trinity extension (PEFT's lora_dropout)
+    std::string lora_dtype = "auto";
+    std::vector<std::string> target_modules{"all-linear"};
+    std::vector<std::string> exclude_modules;
+    bool operator==(const Lora&) const = default;
+  };
+  std::optional<Lora> lora;
   bool operator==(const ModelConfig&) const = default;
 };
 
@@ -168,6 +183,10 @@ struct TrainerConfig {
   int64_t micro_batch_size = 1;       // trinity extension (alias ppo_micro_batch_size_per_gpu): rows
                                       // per micro-batch when use_dynamic_bsz is false
   bool fix_actor_microbatch_loss_scale = false;
+  // Activation checkpointing of the actor and critic (verl: actor_rollout_ref.model.
+  // enable_gradient_checkpointing, on by default there; off here, where memory is rarely the limit
+  // of a CPU run and recomputing costs ~1/3 more step time).
+  bool gradient_checkpointing = false;
   struct Critic {  // trinity extension (verl's critic defaults)
     double lr = 1e-5;
     double cliprange_value = 0.5;

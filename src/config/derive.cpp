@@ -97,6 +97,7 @@ void derive_model(Ctx& c, const Tree& root, Parsed& p) {
     bad(c, root, "model.model_path", "is required (a Hugging Face model directory)");
   m.model_path = resolve_path(m.model_path, c.dir, true);
   m.critic_model_path = p.critic_model_path_set ? resolve_path(m.critic_model_path, c.dir, true) : m.model_path;
+  if (m.lora && !m.lora->path.empty()) m.lora->path = resolve_path(m.lora->path, c.dir, true);
   auto prompt = p.max_prompt_tokens, response = p.max_response_tokens;
   int64_t len = 0;
   if (prompt && *prompt > kMaxModelLen)

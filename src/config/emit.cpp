@@ -316,7 +316,22 @@ std::string to_yaml(const Config& c) {
   kv(e, "base_url_env", m.external_model.base_url_env);
   kv(e, "api_key_env", m.external_model.api_key_env);
   kv(e, "model_name", m.external_model.model_name);
-  e << EndMap << EndMap;
+  e << EndMap;
+  if (m.lora) {
+    const auto& l = *m.lora;
+    e << Key << "lora_configs" << Value << BeginSeq << BeginMap;
+    kv(e, "name", l.name);
+    kv(e, "path", l.path);
+    kv(e, "base_model_name", l.base_model_name);
+    kv(e, "lora_rank", l.lora_rank);
+    kv(e, "lora_alpha", l.lora_alpha);
+    kv(e, "lora_dropout", l.lora_dropout);
+    kv(e, "lora_dtype", l.lora_dtype);
+    e << Key << "target_modules" << Value << YAML::Flow << l.target_modules;
+    e << Key << "exclude_modules" << Value << YAML::Flow << l.exclude_modules;
+    e << EndMap << EndSeq;
+  }
+  e << EndMap;
   const BufferConfig& b = c.buffer;
   e << Key << "buffer" << Value << BeginMap;
   kv(e, "batch_size", b.batch_size);
@@ -391,6 +406,7 @@ std::string to_yaml(const Config& c) {
   kv(e, "max_token_len_per_gpu", t.max_token_len_per_gpu);
   kv(e, "micro_batch_size", t.micro_batch_size);
   kv(e, "fix_actor_microbatch_loss_scale", t.fix_actor_microbatch_loss_scale);
+  kv(e, "gradient_checkpointing", t.gradient_checkpointing);
   e << Key << "critic" << Value << BeginMap;
   kv(e, "lr", t.critic.lr);
   kv(e, "cliprange_value", t.critic.cliprange_value);

@@ -2,6 +2,7 @@
 // unknown keys rejected with a did-you-mean, Trinity keys that mean nothing here warned once each.
 // No derivation happens here (derive.cpp does that), only "what did the user write".
 #include <algorithm>
+#include <set>
 
 #include "config/section.h"
 #include "core/error.h"
@@ -109,6 +110,50 @@ void parse_algorithm(Ctx& c, const Tree* t, Parsed& p) {
   }
 }
 
+// A scalar or a list of scalars.
+std::vector<std::string> str_list(Ctx& c, const Tree& t, const std::string& path) {
+  std::vector<std::string> out;
+  if (t.is_scalar()) return {as_str(c, t, path)};
+  if (!t.is_seq()) c.fail(t, strcat(path, ": expected a module name or a list of them, got ", t.short_repr()));
+  for (size_t i = 0; i < t.seq.size(); ++i) out.push_back(as_str(c, t.seq[i], strcat(path, "[", i, "]")));
+  return out;
+}
+
+void parse_lora(Ctx& c, const Tree& l, ModelConfig& m) {
+  if (!l.is_seq()) c.fail(l, strcat("model.lora_configs: expected a list, got ", l.short_repr()));
+  if (l.seq.empty()) return;
+  if (l.seq.size() > 1)
+    c.fail(l, strcat("model.lora_configs: at most one LoRA adapter is supported (as Trinity-RFT), got ", l.seq.size()));
+  Section s(c, &l.seq[0], "model.lora_configs[0]");
+  ModelConfig::Lora r;
+  s.str("name", r.name);
+  s.str("path", r.path);
+  s.str("base_model_name", r.base_model_name);
+  s.i64("lora_rank", r.lora_rank);
+  s.f64("lora_alpha", r.lora_alpha);
+  s.f64("lora_dropout", r.lora_dropout);
+  s.str("lora_dtype", r.lora_dtype);
+  if (const Tree* t = s.get("target_modules")) r.target_modules = str_list(c, *t, s.at("target_modules"));
+  if (const Tree* t = s.get("exclude_modules")) r.exclude_modules = str_list(c, *t, s.at("exclude_modules"));
+  if (r.lora_rank < 1) c.fail(l.seq[0], strcat(s.at("lora_rank"), ": must be >= 1, got ", r.lora_rank));
+  if (!(r.lora_alpha > 0)) c.fail(l.seq[0], strcat(s.at("lora_alpha"), ": must be > 0, got ", r.lora_alpha));
+  if (!(r.lora_dropout >= 0 && r.lora_dropout < 1))
+    c.fail(l.seq[0], strcat(s.at("lora_dropout"), ": must be in [0, 1), got ", r.lora_dropout));
+  if (r.lora_dtype != "auto" && r.lora_dtype != "float32")
+    c.fail(l.seq[0], strcat(s.at("lora_dtype"), ": '", r.lora_dtype,
+                            "' is not supported (adapters train in float32: auto or float32)"));
+  static const std::set<std::string> kModules = {"all-linear", "all_linear", "q_proj",  "k_proj",   "v_proj",
+                                                 "o_proj",     "gate_proj",  "up_proj", "down_proj"};
+  for (const auto* list : {&r.target_modules, &r.exclude_modules})
+    for (const auto& mod : *list)
+      if (!kModules.count(mod))
+        c.fail(l.seq[0], strcat("model.lora_configs[0]: unknown module '", mod,
+                                "' (expected all-linear or q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+                                "down_proj)"));
+  s.finish();
+  m.lora = r;
+}
+
 void parse_model(Ctx& c, const Tree* t, Parsed& p) {
   Section s(c, t, "model");
   ModelConfig& m = p.cfg.model;
@@ -128,10 +173,7 @@ void parse_model(Ctx& c, const Tree* t, Parsed& p) {
   s.str("custom_chat_template", m.custom_chat_template);
   s.str("chat_template_path", m.chat_template_path);
   s.boolean("enable_prompt_truncation", m.enable_prompt_truncation);
-  if (const Tree* l = s.get("lora_configs"))
-    c.fail(*l,
-           "model.lora_configs: LoRA is not implemented in trinity yet, and training without it would silently "
-           "fine-tune every weight instead; remove model.lora_configs for full fine-tuning");
+  if (const Tree* l = s.get("lora_configs")) parse_lora(c, *l, m);
   if (const Tree* em = s.get("external_model")) {
     Section es(c, em, "model.external_model");
     es.boolean("enable", m.external_model.enable);
@@ -263,6 +305,7 @@ void parse_trainer(Ctx& c, const Tree* t, Parsed& p) {
   s.i64("ppo_micro_batch_size_per_gpu", r.micro_batch_size);
   s.i64("micro_batch_size", r.micro_batch_size);
   s.boolean("fix_actor_microbatch_loss_scale", r.fix_actor_microbatch_loss_scale);
+  s.boolean("gradient_checkpointing", r.gradient_checkpointing);
   if (const Tree* cr = s.get("critic")) {
     Section cs(c, cr, "trainer.critic");
     cs.f64("lr", r.critic.lr);

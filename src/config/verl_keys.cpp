@@ -48,6 +48,10 @@ const std::vector<Mapping>& mappings() {
        [](Ctx& c, const Tree& v, const std::string& at, Parsed& p) {
          p.cfg.trainer.micro_batch_size = as_i64(c, v, at);
        }},
+      {"actor_rollout_ref.model.enable_gradient_checkpointing", "trainer.gradient_checkpointing",
+       [](Ctx& c, const Tree& v, const std::string& at, Parsed& p) {
+         p.cfg.trainer.gradient_checkpointing = as_bool(c, v, at);
+       }},
       {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "trainer.max_token_len_per_gpu",
        [](Ctx& c, const Tree& v, const std::string& at, Parsed& p) { p.max_token_len_per_gpu = as_i64(c, v, at); }},
   };

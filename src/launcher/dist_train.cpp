@@ -65,6 +65,7 @@ void share_trainer_state(dist::Comm& comm, trainer::PolicyTrainer& tr) {
   json h;
   if (comm.rank() == 0) {
     h = {{"actor", tr.actor().num_params()},
+         {"adapters", tr.actor().has_lora() ? tr.actor().num_trainable() : 0},
          {"reference", tr.reference() ? tr.reference()->num_params() : 0},
          {"critic", tr.critic() ? tr.critic()->num_params() : 0},
          {"optimizer_steps", tr.optimizer().steps()},
@@ -78,6 +79,7 @@ void share_trainer_state(dist::Comm& comm, trainer::PolicyTrainer& tr) {
   if (comm.rank() != 0) {
     h = json::parse(text);
     check_size(h, "actor", tr.actor().num_params(), comm.rank());
+    check_size(h, "adapters", tr.actor().has_lora() ? tr.actor().num_trainable() : 0, comm.rank());
     check_size(h, "reference", tr.reference() ? tr.reference()->num_params() : 0, comm.rank());
     check_size(h, "critic", tr.critic() ? tr.critic()->num_params() : 0, comm.rank());
     tr.optimizer().set_steps(h.at("optimizer_steps").get<int64_t>());
@@ -87,6 +89,7 @@ void share_trainer_state(dist::Comm& comm, trainer::PolicyTrainer& tr) {
     alg.kl_loss().set_coef(h.at("kl_loss_coef").get<double>());
   }
   share(comm, tr.actor().params(), tr.actor().num_params(), "actor weights");
+  if (tr.actor().has_lora()) share(comm, tr.actor().trainable_params(), tr.actor().num_trainable(), "actor adapters");
   share(comm, tr.optimizer().m().data(), static_cast<int64_t>(tr.optimizer().m().size()), "actor optimizer moments");
   share(comm, tr.optimizer().v().data(), static_cast<int64_t>(tr.optimizer().v().size()), "actor optimizer moments");
   if (auto* ref = tr.reference()) share(comm, ref->params(), ref->num_params(), "reference weights");
@@ -102,8 +105,16 @@ void lead_trainer(dist::Comm& comm, int stage, int64_t schedule_steps, const std
                   trainer::PolicyTrainer& tr) {
   if (comm.size() <= 1) return;
   log::info("trainer: data parallel over ", comm.size(), " ranks (", comm.backend(), ")");
-  send(comm, {{"cmd", "trainer"}, {"stage", stage}, {"schedule_steps", schedule_steps}},
-       file::read_all(file::join(model_dir, "config.json")));
+  json h = {{"cmd", "trainer"}, {"stage", stage}, {"schedule_steps", schedule_steps}};
+  if (tr.actor().has_lora()) {  // its shape may come from an adapter file only rank 0 has
+    const auto& l = tr.actor().lora_config();
+    h["lora"] = {{"rank", l.rank},
+                 {"alpha", l.alpha},
+                 {"dropout", l.dropout},
+                 {"target_modules", l.target_modules},
+                 {"exclude_modules", l.exclude_modules}};
+  }
+  send(comm, h, file::read_all(file::join(model_dir, "config.json")));
   share_trainer_state(comm, tr);
 }
 
@@ -146,7 +157,19 @@ void follow(dist::Comm& comm, const config::LoadResult& loaded) {
       trainer::TrainerOptions o = trainer_options(c, h.at("schedule_steps").get<int64_t>());
       o.comm = &comm;
       const model::ModelConfig mc = model::parse_config(body, "rank 0's model config.json");
-      tr = std::make_unique<trainer::PolicyTrainer>(model::Transformer(mc), c.algorithm, o);
+      model::Transformer actor(mc);
+      actor.set_gradient_checkpointing(c.trainer.gradient_checkpointing);
+      if (h.contains("lora")) {
+        const json& l = h["lora"];
+        model::LoraConfig lc;
+        lc.rank = l.at("rank").get<int64_t>();
+        lc.alpha = l.at("alpha").get<double>();
+        lc.dropout = l.at("dropout").get<double>();
+        lc.target_modules = l.at("target_modules").get<std::vector<std::string>>();
+        lc.exclude_modules = l.at("exclude_modules").get<std::vector<std::string>>();
+        actor.add_lora(lc, 0);  // its weights come from rank 0
+      }
+      tr = std::make_unique<trainer::PolicyTrainer>(std::move(actor), c.algorithm, o);
       share_trainer_state(comm, *tr);
       log::info("rank ", comm.rank(), ": training stage '", c.name, "' from step ", tr->last_step());
     } else if (cmd == "step") {

@@ -8,7 +8,7 @@
 // optimizer moments) when a trainer starts, so a run resumes from a checkpoint with any rank count.
 //
 // Messages (Comm::broadcast from rank 0): a JSON header line, then a body:
-//   {"cmd":"trainer","stage":i,"schedule_steps":n} + config.json, then share_trainer_state
+//   {"cmd":"trainer","stage":i,"schedule_steps":n[,"lora":{...}]} + config.json, then share_trainer_state
 //   {"cmd":"step","step":k} + one experience_to_json line per experience
 //   {"cmd":"end"} (that trainer is done)      {"cmd":"done"} (the run is done: followers return)
 #pragma once
@@ -26,6 +26,9 @@ namespace trinity::launcher {
 
 // The trainer's options from a config (launcher.cpp); `total_steps` sizes the LR schedule.
 trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_steps);
+// The actor as the config asks (launcher.cpp): activation checkpointing, and LoRA adapters from
+// model.lora_configs (fresh, seeded by the rollout seed, or model.lora_configs[0].path's PEFT adapter).
+void configure_actor(model::Transformer& m, const config::Config& c);
 
 // Rank 0 with followers (a one-rank comm: every lead_* is a no-op).
 void lead_trainer(dist::Comm& comm, int stage, int64_t schedule_steps, const std::string& model_dir,

@@ -72,6 +72,28 @@ int64_t planned_train_steps(const config::Config& c, int64_t explore_steps, std:
 
 }  // namespace
 
+void configure_actor(model::Transformer& m, const config::Config& c) {
+  m.set_gradient_checkpointing(c.trainer.gradient_checkpointing);
+  if (!c.model.lora) return;
+  const auto& l = *c.model.lora;
+  if (!l.path.empty()) {
+    model::load_adapter(m, l.path);
+    const auto& lc = m.lora_config();
+    log::info("trainer: LoRA adapter '", l.name, "' from ", l.path, " (rank ", lc.rank, ", alpha ", lc.alpha,
+              "; its adapter_config.json wins over lora_rank / lora_alpha / target_modules)");
+    return;
+  }
+  model::LoraConfig lc;
+  lc.rank = l.lora_rank;
+  lc.alpha = l.lora_alpha;
+  lc.dropout = l.lora_dropout;
+  lc.target_modules = l.target_modules;
+  lc.exclude_modules = l.exclude_modules;
+  m.add_lora(lc, static_cast<uint64_t>(c.explorer.rollout_model.seed));
+  log::info("trainer: LoRA adapter '", l.name, "' rank ", lc.rank, ", alpha ", lc.alpha, ": ", m.num_trainable(),
+            " trainable parameters of ", m.num_params(), " (base frozen)");
+}
+
 trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_steps) {
   trainer::TrainerOptions o;
   o.optim.lr = c.optimizer.lr;
@@ -307,8 +329,9 @@ tensor::DType hf_export_dtype(const config::Config& c) {
 
 TrainerSide make_trainer(const config::Config& c, int64_t total_steps) {
   TrainerSide t;
-  t.tr = std::make_unique<trainer::PolicyTrainer>(model::Transformer::load(c.model.model_path), c.algorithm,
-                                                  trainer_options(c, total_steps));
+  model::Transformer actor = model::Transformer::load(c.model.model_path);
+  configure_actor(actor, c);
+  t.tr = std::make_unique<trainer::PolicyTrainer>(std::move(actor), c.algorithm, trainer_options(c, total_steps));
   if (c.continue_from_checkpoint) {
     if (auto ck = trainer::load_trainer_checkpoint(c.job_dir(), *t.tr)) {
       t.start_step = ck->step;

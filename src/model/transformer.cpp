@@ -175,6 +175,10 @@ void Transformer::bind(float* base, bool is_grad) {
 
 // Gradients are allocated on first use, so an inference-only model costs only its parameters.
 void Transformer::ensure_grads() {
+  if (impl_->lora) {  // frozen base: only the adapters have gradients
+    impl_->lora->ensure_grads();
+    return;
+  }
   if (grads_) return;
   grads_ = aligned_floats(n_params_, "gradients");
   zero(grads_, n_params_);
@@ -245,7 +249,17 @@ std::vector<Tensor> Transformer::grad_tensors() const {
 
 void Transformer::zero_grad() {
   ensure_grads();
-  zero(grads_, n_params_);
+  if (impl_->lora)
+    std::fill(impl_->lora->grads.begin(), impl_->lora->grads.end(), 0.0f);
+  else
+    zero(grads_, n_params_);
+}
+
+void Transformer::set_gradient_checkpointing(bool on) {
+  impl_->checkpointing = on;
+}
+bool Transformer::gradient_checkpointing() const {
+  return impl_->checkpointing;
 }
 
 void Transformer::init_random(uint64_t seed, float std) {
@@ -318,8 +332,13 @@ void Transformer::Impl::prepare(const ModelConfig& cfg, const Batch& b) {
   const bool qkn = cfg.qk_norm;
   const int64_t per_layer = c + 1 + c + (qkn ? (nh + nkv) * hs + nh + nkv : 0) + nh * hs +
                             2 * nkv * hs + nh * hs + nh + c + 1 + c + 3 * I;
-  const int64_t total = L * per_layer + c + 1 + c;
-  if (n > cap_rows) {
+  // Checkpointed: every layer keeps its input x, and one set of the rest is shared by all layers.
+  const bool ckpt = checkpointing;
+  const int64_t total = (ckpt ? L * c + (per_layer - c) : L * per_layer) + c + 1 + c;
+  if (n > cap_rows || ckpt != arena_checkpointed) {
+    arena_checkpointed = ckpt;
+    arena.clear();
+    arena.shrink_to_fit();
     arena.assign(static_cast<size_t>(n * total), 0.0f);
     scratch.assign(static_cast<size_t>(n * (2 * c + nh * hs + 2 * nkv * hs + nh * hs + 3 * I)), 0.0f);
     cap_rows = n;
@@ -331,8 +350,16 @@ void Transformer::Impl::prepare(const ModelConfig& cfg, const Batch& b) {
     return r;
   };
   acts.resize(static_cast<size_t>(L));
+  if (ckpt)
+    for (auto& a : acts) a.x = take(c);
   for (auto& a : acts) {
-    a.x = take(c);
+    if (ckpt && &a != &acts[0]) {  // the shared set of acts[0]
+      float* x = a.x;
+      a = acts[0];
+      a.x = x;
+      continue;
+    }
+    if (!ckpt) a.x = take(c);
     a.rstd1 = take(1);
     a.ln1 = take(c);
     a.qlin = qkn ? take(nh * hs) : nullptr;
@@ -369,16 +396,18 @@ void Transformer::Impl::prepare(const ModelConfig& cfg, const Batch& b) {
   dgate = stake(I);
   dup = stake(I);
   dh = stake(I);
+  if (lora) lora->prepare(n, ckpt ? 1 : L);
 }
 
-void Transformer::Impl::body_forward(const ModelConfig& cfg) {
+// One decoder layer from acts[l].x to the next layer's input (or xf); adapters after their linears.
+void Transformer::Impl::layer_forward(const ModelConfig& cfg, size_t l) {
   const int64_t n = batch.rows(), c = cfg.hidden_size, hs = cfg.head_dim,
                 nh = cfg.num_attention_heads, nkv = cfg.num_key_value_heads,
                 I = cfg.intermediate_size;
   const float eps = static_cast<float>(cfg.rms_norm_eps);
   const AttnShape ash{nh, nkv, hs};
-  embedding_forward(acts[0].x, batch.tokens.data(), wte, n, c);
-  for (size_t l = 0; l < acts.size(); ++l) {
+  LoraState* lo = lora.get();
+  {
     LayerActs& a = acts[l];
     const LayerParams& w = lp[l];
     rmsnorm_forward(a.ln1, a.rstd1, a.x, w.ln1, n, c, eps);
@@ -387,6 +416,11 @@ void Transformer::Impl::body_forward(const ModelConfig& cfg) {
     linear_forward(qd, a.ln1, w.wq, w.bq, n, c, nh * hs);
     linear_forward(kd, a.ln1, w.wk, w.bk, n, c, nkv * hs);
     linear_forward(a.v, a.ln1, w.wv, w.bv, n, c, nkv * hs);
+    if (lo) {
+      lo->forward(l, 0, qd, a.ln1, n);
+      lo->forward(l, 1, kd, a.ln1, n);
+      lo->forward(l, 2, a.v, a.ln1, n);
+    }
     if (cfg.qk_norm) {
       rmsnorm_forward(a.q, a.qrstd, a.qlin, w.qn, n * nh, hs, eps);
       rmsnorm_forward(a.k, a.krstd, a.klin, w.kn, n * nkv, hs, eps);
@@ -400,16 +434,29 @@ void Transformer::Impl::body_forward(const ModelConfig& cfg) {
          a.att, static_cast<int>(nh * hs), w.wo, static_cast<int>(nh * hs), 1.0f, a.xmid,
          static_cast<int>(c));
     if (w.bo) parallel_for(n, [&](int64_t r) { for (int64_t j = 0; j < c; ++j) a.xmid[r * c + j] += w.bo[j]; });
+    if (lo) lo->forward(l, 3, a.xmid, a.att, n);
     rmsnorm_forward(a.ln2, a.rstd2, a.xmid, w.ln2, n, c, eps);
     linear_forward(a.gate, a.ln2, w.wg, nullptr, n, c, I);
     linear_forward(a.up, a.ln2, w.wu, nullptr, n, c, I);
+    if (lo) {
+      lo->forward(l, 4, a.gate, a.ln2, n);
+      lo->forward(l, 5, a.up, a.ln2, n);
+    }
     swiglu_forward(a.hmlp, a.gate, a.up, n * I);
     float* xout = l + 1 < acts.size() ? acts[l + 1].x : xf;
     std::memcpy(xout, a.xmid, sizeof(float) * static_cast<size_t>(n * c));
     gemm(false, true, static_cast<int>(n), static_cast<int>(c), static_cast<int>(I), 1.0f, a.hmlp,
          static_cast<int>(I), w.wd, static_cast<int>(I), 1.0f, xout, static_cast<int>(c));
+    if (lo) lo->forward(l, 6, xout, a.hmlp, n);
   }
-  rmsnorm_forward(lnf_out, rstdf, xf, lnf, n, c, eps);
+}
+
+void Transformer::Impl::body_forward(const ModelConfig& cfg) {
+  const int64_t n = batch.rows(), c = cfg.hidden_size;
+  if (lora) lora->begin_forward();
+  embedding_forward(acts[0].x, batch.tokens.data(), wte, n, c);
+  for (size_t l = 0; l < acts.size(); ++l) layer_forward(cfg, l);
+  rmsnorm_forward(lnf_out, rstdf, xf, lnf, n, c, static_cast<float>(cfg.rms_norm_eps));
 }
 
 // Expects d(loss)/d(final norm output) in dln; accumulates every parameter gradient.
@@ -420,23 +467,31 @@ void Transformer::Impl::body_backward(const ModelConfig& cfg) {
   const AttnShape ash{nh, nkv, hs};
   zero(dx, n * c);
   rmsnorm_backward(dx, dlnf, dln, xf, lnf, rstdf, n, c);
+  LoraState* lo = lora.get();
   for (size_t li = acts.size(); li-- > 0;) {
+    if (checkpointing) layer_forward(cfg, li);  // its activations, from the kept input
     LayerActs& a = acts[li];
     const LayerParams& w = lp[li];
-    const LayerParams& g = lg[li];
+    const LayerParams& g = lg[li];  // all null when the base is frozen (LoRA)
     // MLP: x_out = xmid + hmlp Wd^T
     zero(dh, n * I);
     linear_backward(dh, g.wd, nullptr, dx, a.hmlp, w.wd, n, I, c);
+    if (lo) lo->backward(li, 6, dh, dx, a.hmlp, n);
     zero(dgate, n * I);
     zero(dup, n * I);
     swiglu_backward(dgate, dup, dh, a.gate, a.up, n * I);
     zero(dln, n * c);
     linear_backward(dln, g.wg, nullptr, dgate, a.ln2, w.wg, n, c, I);
     linear_backward(dln, g.wu, nullptr, dup, a.ln2, w.wu, n, c, I);
+    if (lo) {
+      lo->backward(li, 4, dln, dgate, a.ln2, n);
+      lo->backward(li, 5, dln, dup, a.ln2, n);
+    }
     rmsnorm_backward(dx, g.ln2, dln, a.xmid, w.ln2, a.rstd2, n, c);  // dx: d/d(xmid)
     // Attention: xmid = x + att Wo^T
     zero(datt, n * nh * hs);
     linear_backward(datt, g.wo, g.bo, dx, a.att, w.wo, n, nh * hs, c);
+    if (lo) lo->backward(li, 3, datt, dx, a.att, n);
     zero(dq, n * nh * hs);
     zero(dk, n * nkv * hs);
     zero(dv, n * nkv * hs);
@@ -458,9 +513,14 @@ void Transformer::Impl::body_backward(const ModelConfig& cfg) {
     linear_backward(dln, g.wq, g.bq, dql, a.ln1, w.wq, n, c, nh * hs);
     linear_backward(dln, g.wk, g.bk, dkl, a.ln1, w.wk, n, c, nkv * hs);
     linear_backward(dln, g.wv, g.bv, dv, a.ln1, w.wv, n, c, nkv * hs);
+    if (lo) {
+      lo->backward(li, 0, dln, dql, a.ln1, n);
+      lo->backward(li, 1, dln, dkl, a.ln1, n);
+      lo->backward(li, 2, dln, dv, a.ln1, n);
+    }
     rmsnorm_backward(dx, g.ln1, dln, a.x, w.ln1, a.rstd1, n, c);  // dx: d/d(x)
   }
-  embedding_backward(dwte, dx, batch.tokens.data(), n, c);
+  if (dwte) embedding_backward(dwte, dx, batch.tokens.data(), n, c);
 }
 
 void Transformer::forward(const Batch& batch, std::vector<float>& logprob,

@@ -13,6 +13,7 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/lora.h"
 #include "tensor/tensor.h"
 
 namespace trinity::model {
@@ -106,6 +107,31 @@ class Transformer {
   // The LM head keeps the forward's [M, V] logits for the backward (saving one GEMM) when they fit
   // in this many bytes (default 1 GiB); larger batches recompute them in chunks.
   void set_logits_cache_bytes(int64_t bytes);
+
+  // LoRA (model/lora.h): adapters with `cfg` on its target linears (A Kaiming-uniform from `seed`, B
+  // zero, as PEFT). From then on every base weight is frozen: its gradients are freed and never
+  // computed; trainable_*() are the adapters.
+  void add_lora(const LoraConfig& cfg, uint64_t seed);
+  bool has_lora() const;
+  const LoraConfig& lora_config() const;
+  // The adapters' PEFT names and shapes (lora_A [r, in], lora_B [out, r] per module, layer-major).
+  const std::vector<ParamSpec>& lora_specs() const;
+  float* lora_param(const std::string& peft_name);  // nullptr if absent
+  // Views of the adapters (or of their gradients, allocated at zero if needed), lora_specs order.
+  std::vector<tensor::Tensor> lora_tensors(bool grads = false) const;
+  // Off: forwards compute the base model without adapters (a LoRA run's reference policy).
+  void set_lora_enabled(bool on);
+  // On: forwards apply lora_dropout (each forward a new mask, reproduced by its backward).
+  void set_training(bool on);
+  // What an optimizer updates: the adapters with LoRA, otherwise every weight.
+  float* trainable_params();
+  float* trainable_grads();
+  int64_t num_trainable() const;
+
+  // Activation checkpointing: forwards keep only each layer's input and the backward recomputes the
+  // layer (same gradients, one layer's activations instead of all; ~1/3 more compute).
+  void set_gradient_checkpointing(bool on);
+  bool gradient_checkpointing() const;
 
   // Bytes of activation memory the last forward held.
   size_t activation_bytes() const;

@@ -4,6 +4,9 @@
 
 #include <vector>
 
+#include <memory>
+
+#include "model/lora_impl.h"
 #include "model/transformer.h"
 
 namespace trinity::model {
@@ -64,7 +67,14 @@ struct Transformer::Impl {
   std::vector<float> cos_t, sin_t;
   int64_t rope_positions = 0;
 
+  // LoRA adapters (null: none) and activation checkpointing (only each layer's input x is kept;
+  // the backward recomputes the layer's forward from it into one shared set of activations).
+  std::unique_ptr<LoraState> lora;
+  bool checkpointing = false;
+  bool arena_checkpointed = false;  // the arena's current layout
+
   void prepare(const ModelConfig& cfg, const Batch& b);
+  void layer_forward(const ModelConfig& cfg, size_t l);
   void body_forward(const ModelConfig& cfg);
   void body_backward(const ModelConfig& cfg);  // dlnf_grad: d(loss)/d(final norm output) in dln
 };

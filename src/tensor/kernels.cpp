@@ -68,11 +68,11 @@ void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in,
       const float k = dot * r * r * r / static_cast<float>(c);
       for (int64_t j = 0; j < c; ++j) {
         dx[j] += g[j] * w[j] * r - k * x[j];
-        pdw[j] += g[j] * x[j] * r;
+        if (dw) pdw[j] += g[j] * x[j] * r;
       }
     }
   }
-  for (int t = 0; t < nt; ++t) {
+  for (int t = 0; t < nt && dw; ++t) {
     const float* p = partial.data() + static_cast<size_t>(t) * static_cast<size_t>(c);
     for (int64_t j = 0; j < c; ++j) dw[j] += p[j];
   }
@@ -219,7 +219,7 @@ void linear_backward(float* dx, float* dw, float* db, const float* dy, const flo
                      const float* w, int64_t n, int64_t ic, int64_t oc) {
   const int in = static_cast<int>(n), iic = static_cast<int>(ic), ioc = static_cast<int>(oc);
   if (dx) gemm(false, false, in, iic, ioc, 1.0f, dy, ioc, w, iic, 1.0f, dx, iic);
-  gemm(true, false, ioc, iic, in, 1.0f, dy, ioc, x, iic, 1.0f, dw, iic);
+  if (dw) gemm(true, false, ioc, iic, in, 1.0f, dy, ioc, x, iic, 1.0f, dw, iic);
   if (db) {
     const int64_t nt = num_threads();
     const int64_t chunk = (oc + nt - 1) / nt;

@@ -19,9 +19,10 @@ void embedding_backward(float* dwte /*[V,C]*/, const float* dout /*[N,C]*/, cons
 // RMSNorm (HF Qwen2/Llama): out = w * (in * rstd), rstd = 1 / sqrt(mean(in^2) + eps).
 void rmsnorm_forward(float* out /*[N,C]*/, float* rstd /*[N]*/, const float* in /*[N,C]*/,
                      const float* w /*[C]*/, int64_t n, int64_t c, float eps);
-void rmsnorm_backward(float* din /*[N,C]*/, float* dw /*[C]*/, const float* dout /*[N,C]*/,
-                      const float* in /*[N,C]*/, const float* w /*[C]*/, const float* rstd /*[N]*/,
-                      int64_t n, int64_t c);
+// dw may be null (a frozen norm weight).
+void rmsnorm_backward(float* din /*[N,C]*/, float* dw /*[C] or null*/, const float* dout /*[N,C]*/,
+                      const float* in /*[N,C]*/, const float* w /*[C]*/, const float* rstd /*[N]*/, int64_t n,
+                      int64_t c);
 
 // Rotary embedding, HF "rotate_half" layout: for each head, x[:HS/2] and x[HS/2:] are the pairs.
 // cos/sin tables are [P, HS/2] (P >= max position + 1); pos[n] is the position of row n.
@@ -44,7 +45,7 @@ void linear_forward(float* y /*[N,OC]*/, const float* x /*[N,IC]*/, const float*
 // y[n, :] += x[n, :] W^T (the residual projections: attention out and MLP down).
 void linear_accumulate(float* y /*[N,OC]*/, const float* x /*[N,IC]*/, const float* w /*[OC,IC]*/,
                        int64_t n, int64_t ic, int64_t oc);
-// dx += dy W; dw += dy^T x; db += colsum(dy). dx / db may be null (skipped).
+// dx += dy W; dw += dy^T x; db += colsum(dy). dx / dw / db may be null (skipped: a frozen weight).
 void linear_backward(float* dx /*[N,IC]*/, float* dw /*[OC,IC]*/, float* db /*[OC] or null*/,
                      const float* dy /*[N,OC]*/, const float* x /*[N,IC]*/, const float* w,
                      int64_t n, int64_t ic, int64_t oc);

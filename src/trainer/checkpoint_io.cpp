@@ -15,6 +15,7 @@
 #include "core/file.h"
 #include "core/log.h"
 #include "model/checkpoint_dtype.h"
+#include "model/lora.h"
 #include "model/safetensors.h"
 
 namespace trinity::trainer {
@@ -122,6 +123,53 @@ void load_moments(const model::SafetensorsFile& f, const std::string& prefix, Ad
   }
 }
 
+// With LoRA: <step>/actor/lora_adapter (Trinity's place for it).
+std::string adapter_dir(const std::string& step_dir) {
+  return file::join(step_dir, "actor/lora_adapter");
+}
+
+// The actor's HF export (merged when it has adapters: a plain model users load as is), plus the
+// exact fp32 weights in actor/ when the export is rounded, plus the PEFT adapter.
+void save_actor(const model::Transformer& actor, const std::string& dir, const model::SaveOptions& so,
+                const std::string& base_model, bool exact_copy) {
+  if (!actor.has_lora()) {
+    actor.save(file::join(dir, "huggingface"), so);
+    if (exact_copy && so.dtype != tensor::DType::kF32) actor.save(file::join(dir, "actor"));
+    return;
+  }
+  const model::Transformer merged = model::merged_copy(actor);
+  merged.save(file::join(dir, "huggingface"), so);
+  if (exact_copy && so.dtype != tensor::DType::kF32) merged.save(file::join(dir, "actor"));
+  file::make_dirs(file::join(dir, "actor"));
+  model::save_adapter(actor, adapter_dir(dir), base_model);
+}
+
+void load_adapter_weights(model::Transformer& actor, const std::string& step_dir) {
+  const std::string ad = adapter_dir(step_dir);
+  if (!actor.has_lora()) {
+    if (model::is_adapter_dir(ad))
+      throw ValueError("checkpoint",
+                       strcat(step_dir, ": saved with LoRA (", ad, "), but the config has no model.lora_configs"));
+    return;
+  }
+  if (!model::is_adapter_dir(ad))
+    throw ValueError("checkpoint", strcat(step_dir, ": no LoRA adapter at ", ad,
+                                          ", but the config has model.lora_configs (saved without LoRA?)"));
+  const model::LoraConfig saved = model::read_adapter_config(ad);
+  const model::LoraConfig& now = actor.lora_config();
+  if (saved.rank != now.rank || saved.targets() != now.targets() || saved.alpha != now.alpha)
+    throw ValueError("checkpoint", strcat(ad, ": adapter rank ", saved.rank, " alpha ", saved.alpha,
+                                          " differs from the config's lora_rank ", now.rank, " lora_alpha ", now.alpha,
+                                          " (or its target_modules do)"));
+  const auto f = model::SafetensorsFile::open(file::join(ad, model::kAdapterWeightsFile));
+  for (const auto& spec : actor.lora_specs()) {
+    const auto& t = f.get(spec.name);
+    if (t.dtype() != tensor::DType::kF32 || t.shape() != spec.shape)
+      throw IoError("checkpoint", strcat(f.path(), ": ", spec.name, " is not fp32 of the adapter's shape"));
+    std::memcpy(actor.lora_param(spec.name), t.f32(), static_cast<size_t>(t.nbytes()));
+  }
+}
+
 }  // namespace
 
 std::string global_step_dir(const std::string& job_dir, int64_t step) {
@@ -151,8 +199,7 @@ std::string save_trainer_checkpoint(const std::string& job_dir, int64_t step, Po
     model::SaveOptions so;
     so.copy_tokenizer_from = opts.tokenizer_dir;
     so.dtype = opts.hf_dtype;
-    trainer.actor().save(file::join(dir, "huggingface"), so);
-    if (opts.hf_dtype != tensor::DType::kF32) trainer.actor().save(file::join(dir, "actor"));  // exact fp32
+    save_actor(trainer.actor(), dir, so, opts.tokenizer_dir, true);
     const std::string fp32_dir = model::exact_weights_dir(dir);
     if (trainer.critic()) {
       // model::save_checkpoint wants an LM head; the value model is written directly (same config.json,
@@ -220,7 +267,10 @@ std::optional<TrainerCheckpoint> load_trainer_checkpoint(const std::string& job_
   if (has_critic != (trainer.critic() != nullptr))
     throw ValueError("checkpoint", strcat(ck.dir, has_critic ? ": has a critic but the trainer uses none"
                                                              : ": has no critic/ but the trainer needs one"));
-  copy_f32(trainer.actor(), model::Transformer::load(model::exact_weights_dir(ck.dir)), "actor");
+  if (trainer.actor().has_lora() || model::is_adapter_dir(adapter_dir(ck.dir)))
+    load_adapter_weights(trainer.actor(), ck.dir);  // the base weights are the model's, unchanged
+  else
+    copy_f32(trainer.actor(), model::Transformer::load(model::exact_weights_dir(ck.dir)), "actor");
   if (trainer.critic())
     copy_f32(*trainer.critic(), model::Transformer::load(file::join(ck.dir, "critic"), model::HeadKind::kValue),
              "critic");
@@ -245,7 +295,7 @@ std::string save_sync_weights(const std::string& job_dir, int64_t step, const Po
     write_dir_atomic(job_dir, strcat("global_step_", step), [&](const std::string& tmp) {
       model::SaveOptions so;
       so.copy_tokenizer_from = tokenizer_dir;
-      trainer.actor().save(file::join(tmp, "huggingface"), so);
+      save_actor(trainer.actor(), tmp, so, tokenizer_dir, false);
     });
   }
   file::write_atomic(file::join(job_dir, kLatestState), std::to_string(step));

@@ -3,6 +3,10 @@
 //                                               (tokenizer files copied)
 //   <job>/global_step_<N>/actor/                the actor's exact fp32 weights (HF dir), only when
 //                                               hf_dtype is not F32 (model/checkpoint_dtype.h)
+//   <job>/global_step_<N>/actor/lora_adapter/   with LoRA: the PEFT adapter (huggingface/ is then the
+//                                               base with the adapter merged; the optimizer holds the
+//                                               adapters' moments; a resume reads the base from
+//                                               model_path and the adapter from here)
 //   <job>/global_step_<N>/critic/               value model (PPO with a critic)
 //   <job>/global_step_<N>/optimizer.safetensors actor.exp_avg / actor.exp_avg_sq (+ critic.*)
 //   <job>/global_step_<N>/trainer_state.json    step, optimizer steps, schedules, KL coefficients,

@@ -255,6 +255,12 @@ algo::Metrics update_actor(model::Transformer& actor, AdamW& opt, const algo::Al
   std::map<std::string, double> sums;
   std::vector<float> lp, ent;
   std::vector<float> lpp, entp;  // [b1-b0, T] of the micro-batch in flight
+  // Training forwards (LoRA dropout) for this update only.
+  struct Training {
+    model::Transformer& m;
+    explicit Training(model::Transformer& t) : m(t) { m.set_training(true); }
+    ~Training() { m.set_training(false); }
+  } training(actor);
   auto rows = [&](int64_t b0, int64_t b1, bool with_policy) {
     algo::TokenBatch tb = token_rows(s, b0, b1, step);
     if (with_policy) {
@@ -274,12 +280,13 @@ algo::Metrics update_actor(model::Transformer& actor, AdamW& opt, const algo::Al
     algo::Metrics em =
         algo::minibatch_actor_loss(alg, s.ranges, max_len, rows, backward, [&](size_t k) { return s.mine(k); }).metrics;
     if (s.comm)
-      s.comm->allreduce_sum(actor.grads(), actor.num_params(), strcat("the gradient all-reduce of step ", step));
+      s.comm->allreduce_sum(actor.trainable_grads(), actor.num_trainable(),
+                            strcat("the gradient all-reduce of step ", step));
     merge_ranks(em, s.comm, "the actor metrics gather");
-    const double gn = clip_grad_norm(actor.grads(), actor.num_params(), o.grad_clip);
+    const double gn = clip_grad_norm(actor.trainable_grads(), actor.num_trainable(), o.grad_clip);
     const double lr = o.optim.lr * o.schedule.factor(opt.steps());
     if (std::isfinite(gn)) {
-      opt.step(actor.params(), actor.grads(), lr);
+      opt.step(actor.trainable_params(), actor.trainable_grads(), lr);
     } else {
       log::warn("trainer: step ", step, ": gradient norm is ", gn, "; optimizer step skipped");
     }

@@ -46,17 +46,22 @@ PolicyTrainer::PolicyTrainer(model::Transformer actor, const algo::AlgorithmSpec
     : actor_(std::move(actor)),
       alg_(std::make_unique<algo::Algorithm>(spec)),
       opts_(opts),
-      opt_(actor_.num_params(), opts.optim) {
+      opt_(actor_.num_trainable(), opts.optim) {
   opts_.schedule.validate();
   if (!(opts_.temperature > 0))
     throw ConfigError("trainer", strcat("rollout temperature must be > 0, got ", opts_.temperature));
   if (opts_.ppo_epochs < 1) throw ConfigError("trainer", strcat("ppo_epochs must be >= 1, got ", opts_.ppo_epochs));
   if (alg_->advantage_fn() && (alg_->advantage_fn()->needs() & algo::kAdvNeedNec))
     throw UnsupportedError("trainer", strcat("advantage_fn ", alg_->advantage_fn_name(), ": ", algo::kNecUnsupported));
-  if (alg_->use_reference()) ref_ = std::make_unique<model::Transformer>(clone(actor_));
+  // With LoRA the reference policy is the frozen base: the actor with its adapters off, no copy.
+  if (alg_->use_reference() && !actor_.has_lora()) ref_ = std::make_unique<model::Transformer>(clone(actor_));
   if (alg_->use_critic()) {
     opts_.critic_schedule.validate();
-    critic_ = std::make_unique<model::Transformer>(make_critic(actor_, opts_.critic_head_std, opts_.seed));
+    // The critic trains fully (Trinity's lora_configs are the actor's), from the merged weights.
+    critic_ = std::make_unique<model::Transformer>(
+        actor_.has_lora() ? make_critic(model::merged_copy(actor_), opts_.critic_head_std, opts_.seed)
+                          : make_critic(actor_, opts_.critic_head_std, opts_.seed));
+    critic_->set_gradient_checkpointing(actor_.gradient_checkpointing());
     critic_opt_ = std::make_unique<AdamW>(critic_->num_params(), opts_.critic_optim);
   }
 }
@@ -64,7 +69,7 @@ PolicyTrainer::PolicyTrainer(model::Transformer actor, const algo::AlgorithmSpec
 PolicyTrainer::~PolicyTrainer() = default;
 
 std::shared_ptr<const model::Transformer> PolicyTrainer::snapshot() const {
-  return std::make_shared<const model::Transformer>(clone(actor_));
+  return std::make_shared<const model::Transformer>(model::merged_copy(actor_));
 }
 
 namespace {
@@ -80,9 +85,20 @@ std::map<std::string, double> PolicyTrainer::train_step(std::vector<buffer::Expe
   Timer total;
   algo::Metrics m;
   StepBatch s = prepare_step(std::move(batch), *alg_, opts_);
-  if (ref_) {
+  if (alg_->use_reference()) {
     Timer t;
-    s.ref_lp = policy_logprobs(*ref_, s, static_cast<float>(1.0 / opts_.temperature));
+    if (ref_) {
+      s.ref_lp = policy_logprobs(*ref_, s, static_cast<float>(1.0 / opts_.temperature));
+    } else {  // LoRA: the base model
+      actor_.set_lora_enabled(false);
+      try {
+        s.ref_lp = policy_logprobs(actor_, s, static_cast<float>(1.0 / opts_.temperature));
+      } catch (...) {
+        actor_.set_lora_enabled(true);
+        throw;
+      }
+      actor_.set_lora_enabled(true);
+    }
     m.set("time/ref", t.seconds());
   }
   if (critic_) {

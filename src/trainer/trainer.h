@@ -3,8 +3,9 @@
 // mode), logprobs of logits / rollout temperature, one mini-batch per step (ppo_epochs passes),
 // micro-batches packed up to a token budget, loss = Σ_mb actor_loss(mb, normaliser of the whole
 // mini-batch) so the gradient does not depend on the split, grad-norm clipping, AdamW at
-// lr · schedule(optimizer step). The reference policy is a frozen copy of the initial weights; the
-// critic (PPO/GAE) is a value-head model initialised from the actor with its own AdamW.
+// lr · schedule(optimizer step). The reference policy is a frozen copy of the initial weights (with
+// LoRA: the actor with its adapters off); the critic (PPO/GAE) is a value-head model initialised from
+// the actor (merged) with its own AdamW. With LoRA the optimizer holds the adapters only.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +59,7 @@ class PolicyTrainer {
   // explorer-side advantages they must carry advantages too.
   std::map<std::string, double> train_step(std::vector<buffer::Experience> batch, int64_t step);
 
-  // Deep copy of the current actor weights (for syncing to an inference engine).
+  // Deep copy of the current actor weights, adapters merged (for syncing to an inference engine).
   std::shared_ptr<const model::Transformer> snapshot() const;
 
   model::Transformer& actor() { return actor_; }

@@ -2,7 +2,7 @@
 // accepted (a train and an eval taskset of the same name, max_token_len_per_gpu below max_model_len,
 // ${oc.decode:...}, sync_style fully_async, a queue path that is not a database), the async pair's queue
 // with a database path is shared across processes, and keys that would change results are not silent
-// (lora_configs is an error; trainer.trainer_config keys are mapped or warned about one by one).
+// (lora_configs are read; trainer.trainer_config keys are mapped or warned about one by one).
 #include <cstdlib>
 
 #include "config_test_util.h"
@@ -87,9 +87,37 @@ std::string with_model_keys(const std::string& lines) {
   return y;
 }
 
-TEST(ConfigCompat, LoraConfigsIsAnError) {
-  expect_has(load_error(with_model_keys("  lora_configs:\n    - {name: lora, lora_rank: 32, lora_alpha: 32}\n")),
-             {"model.lora_configs", "LoRA is not implemented", "full fine-tuning"});
+TEST(ConfigCompat, LoraConfigsAreRead) {
+  // Trinity's grpo_lora_gsm8k form: one entry, defaults for the rest.
+  LoadResult r = load(with_model_keys("  lora_configs:\n    - {name: lora, lora_rank: 16, lora_alpha: 32}\n"));
+  ASSERT_TRUE(r.config.model.lora.has_value());
+  EXPECT_EQ(r.config.model.lora->name, "lora");
+  EXPECT_EQ(r.config.model.lora->lora_rank, 16);
+  EXPECT_DOUBLE_EQ(r.config.model.lora->lora_alpha, 32.0);
+  EXPECT_EQ(r.config.model.lora->target_modules, std::vector<std::string>{"all-linear"});
+  r =
+      load(with_model_keys("  lora_configs:\n    - lora_rank: 8\n      target_modules: [q_proj, v_proj]\n"
+                           "      lora_dropout: 0.05\n"));
+  EXPECT_EQ(r.config.model.lora->target_modules, (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_DOUBLE_EQ(r.config.model.lora->lora_dropout, 0.05);
+  EXPECT_FALSE(load(base_yaml()).config.model.lora.has_value());
+  // Bad values name the key.
+  expect_has(load_error(with_model_keys("  lora_configs:\n    - {lora_rank: 0}\n")),
+             {"model.lora_configs[0].lora_rank", "must be >= 1"});
+  expect_has(load_error(with_model_keys("  lora_configs:\n    - {target_modules: [qkv]}\n")),
+             {"unknown module 'qkv'", "all-linear"});
+  expect_has(load_error(with_model_keys("  lora_configs:\n    - {lora_rank: 8}\n    - {lora_rank: 4}\n")),
+             {"at most one"});
+  expect_has(load_error(with_model_keys("  lora_configs:\n    - {lora_rnak: 8}\n")), {"lora_rnak", "lora_rank"});
+}
+
+TEST(ConfigCompat, GradientCheckpointingKeys) {
+  EXPECT_FALSE(load(base_yaml()).config.trainer.gradient_checkpointing);
+  const std::string tc =
+      "trainer:\n  trainer_config:\n    actor_rollout_ref:\n      model:\n        enable_gradient_checkpointing: "
+      "true\n";
+  EXPECT_TRUE(load(base_yaml(tc)).config.trainer.gradient_checkpointing);
+  EXPECT_TRUE(load(base_yaml("trainer:\n  gradient_checkpointing: true\n")).config.trainer.gradient_checkpointing);
 }
 
 TEST(ConfigCompat, VerlTrainerConfigKeysAreMappedOrWarned) {

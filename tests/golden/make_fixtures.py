@@ -2,7 +2,9 @@
 three checkpoints (qwen2 with q/k/v bias and GQA; qwen3 with q/k norm, head_dim != hidden/heads and
 tied embeddings; llama with llama3 rope scaling and bf16 weights), token sequences of varied
 lengths, expected logprobs/entropy, gradients of L = -sum(logprobs) for every parameter, and the
-loss trajectory of 10 AdamW steps with grad clipping and a cosine schedule with warm-up.
+loss trajectory of 10 AdamW steps with grad clipping and a cosine schedule with warm-up; and per
+checkpoint a PEFT LoRA adapter (lora/) with the logprobs of base + adapter and the gradients of L with
+respect to every lora_A / lora_B, computed through the merged weights W + alpha/r · B A.
 Usage: /usr/bin/python3 make_fixtures.py OUT_DIR"""
 import json
 import math
@@ -61,6 +63,46 @@ def total_loss(model, seqs):
     return -sum(model.logprobs(s)[0].sum() for s in seqs)
 
 
+LORA = {  # family -> (rank, alpha, target_modules)
+    "qwen2": (4, 8.0, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+    "qwen3": (3, 12.0, ["q_proj", "k_proj", "v_proj", "o_proj"]),
+    "llama": (4, 16.0, ["q_proj", "gate_proj", "up_proj", "down_proj"]),
+}
+LORA_PATHS = {"q_proj": "self_attn", "k_proj": "self_attn", "v_proj": "self_attn", "o_proj": "self_attn",
+              "gate_proj": "mlp", "up_proj": "mlp", "down_proj": "mlp"}
+
+
+def lora_fixture(d, name, cfg, sd, seqs, seed):
+    """PEFT adapter with random A and B, and PyTorch's logprobs / adapter gradients through it."""
+    rank, alpha, targets = LORA[name]
+    g = torch.Generator().manual_seed(seed)
+    adapter = {}
+    merged = {k: v.detach() for k, v in sd.items()}
+    for layer in range(cfg["num_hidden_layers"]):
+        for mod in targets:
+            base = f"model.layers.{layer}.{LORA_PATHS[mod]}.{mod}"
+            w = merged[base + ".weight"]
+            a = (torch.randn(rank, w.shape[1], generator=g) * 0.2).requires_grad_(True)
+            b = (torch.randn(w.shape[0], rank, generator=g) * 0.2).requires_grad_(True)
+            adapter[f"base_model.model.{base}.lora_A.weight"] = a
+            adapter[f"base_model.model.{base}.lora_B.weight"] = b
+            merged[base + ".weight"] = w + (alpha / rank) * (b @ a)
+    ld = os.path.join(d, "lora")
+    os.makedirs(ld, exist_ok=True)
+    with open(os.path.join(ld, "adapter_config.json"), "w") as f:
+        json.dump(dict(peft_type="LORA", task_type="CAUSAL_LM", r=rank, lora_alpha=alpha, lora_dropout=0.0,
+                       target_modules=targets, bias="none", fan_in_fan_out=False, modules_to_save=None,
+                       use_rslora=False, use_dora=False, base_model_name_or_path=d), f, indent=1)
+    write_safetensors(os.path.join(ld, "adapter_model.safetensors"), adapter)
+    model = Model(cfg, merged)
+    with torch.no_grad(), open(os.path.join(d, "expected_lora_logprobs.jsonl"), "w") as f:
+        for s in seqs:
+            lp, ent = model.logprobs(s)
+            f.write(json.dumps({"logprobs": lp.tolist(), "entropy": ent.tolist()}) + "\n")
+    total_loss(model, seqs).backward()
+    write_safetensors(os.path.join(d, "expected_lora_grads.safetensors"), {n: t.grad for n, t in adapter.items()})
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     for i, (name, cfg) in enumerate(CONFIGS.items()):
@@ -76,6 +118,7 @@ def main(out):
         with open(os.path.join(d, "tokens.jsonl"), "w") as f:
             for s in seqs:
                 f.write(json.dumps({"tokens": s.tolist()}) + "\n")
+        lora_fixture(d, name, cfg, sd, seqs, 300 + i)
         model = Model(cfg, sd)
         with torch.no_grad(), open(os.path.join(d, "expected_logprobs.jsonl"), "w") as f:
             for s in seqs:

@@ -48,13 +48,9 @@ int run(const std::string& cmd) {
 
 class Golden : public ::testing::TestWithParam<std::string> {};
 
-}  // namespace
-
-TEST_P(Golden, LogprobsAndEntropyMatchPytorch) {
-  const std::string d = dir_of(GetParam());
-  const std::string out = d + "/trinity_logprobs.jsonl";
-  ASSERT_EQ(run(kTrinity + " debug logprobs --model " + d + " --input " + d + "/tokens.jsonl --output " + out), 0);
-  auto got = read_jsonl(out), want = read_jsonl(d + "/expected_logprobs.jsonl");
+// Per-token logprobs and entropy of `got` vs `want` (JSONL files), each within 3e-5.
+void expect_logprobs_match(const std::string& got_path, const std::string& want_path, const std::string& what) {
+  auto got = read_jsonl(got_path), want = read_jsonl(want_path);
   ASSERT_EQ(got.size(), want.size());
   double max_err = 0;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -65,19 +61,17 @@ TEST_P(Golden, LogprobsAndEntropyMatchPytorch) {
       for (size_t t = 0; t < g.size(); ++t) {
         const double err = std::abs(g[t].get<double>() - w[t].get<double>());
         max_err = std::max(max_err, err);
-        EXPECT_LT(err, 3e-5) << GetParam() << " " << key << " seq " << i << " pos " << t;
+        EXPECT_LT(err, 3e-5) << what << " " << key << " seq " << i << " pos " << t;
       }
     }
   }
-  std::printf("%s: max |logprob/entropy - torch| = %.2e\n", GetParam().c_str(), max_err);
+  std::printf("%s: max |logprob/entropy - torch| = %.2e\n", what.c_str(), max_err);
 }
 
-TEST_P(Golden, EveryParameterGradientMatchesPytorch) {
-  const std::string d = dir_of(GetParam());
-  const std::string out = d + "/trinity_grads.safetensors";
-  ASSERT_EQ(run(kTrinity + " debug grad --model " + d + " --input " + d + "/tokens.jsonl --output " + out), 0);
-  auto got = model::SafetensorsFile::open(out);
-  auto want = model::SafetensorsFile::open(d + "/expected_grads.safetensors");
+// Every tensor of `want_path` in `got_path`, each within 3e-5 relative L2.
+void expect_grads_match(const std::string& got_path, const std::string& want_path, const std::string& what) {
+  auto got = model::SafetensorsFile::open(got_path);
+  auto want = model::SafetensorsFile::open(want_path);
   ASSERT_EQ(got.names(), want.names());
   double worst = 0;
   for (const auto& name : want.names()) {
@@ -92,9 +86,62 @@ TEST_P(Golden, EveryParameterGradientMatchesPytorch) {
     }
     const double rel = std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
     worst = std::max(worst, rel);
-    EXPECT_LT(rel, 3e-5) << GetParam() << " gradient of " << name;
+    EXPECT_LT(rel, 3e-5) << what << " gradient of " << name;
   }
-  std::printf("%s: worst relative L2 gradient error = %.2e\n", GetParam().c_str(), worst);
+  std::printf("%s: worst relative L2 gradient error = %.2e\n", what.c_str(), worst);
+}
+
+}  // namespace
+
+TEST_P(Golden, LogprobsAndEntropyMatchPytorch) {
+  const std::string d = dir_of(GetParam());
+  const std::string out = d + "/trinity_logprobs.jsonl";
+  ASSERT_EQ(run(kTrinity + " debug logprobs --model " + d + " --input " + d + "/tokens.jsonl --output " + out), 0);
+  expect_logprobs_match(out, d + "/expected_logprobs.jsonl", GetParam());
+}
+
+TEST_P(Golden, EveryParameterGradientMatchesPytorch) {
+  const std::string d = dir_of(GetParam());
+  const std::string out = d + "/trinity_grads.safetensors";
+  ASSERT_EQ(run(kTrinity + " debug grad --model " + d + " --input " + d + "/tokens.jsonl --output " + out), 0);
+  expect_grads_match(out, d + "/expected_grads.safetensors", GetParam());
+}
+
+// Activation checkpointing recomputes each layer in the backward: the same gradients.
+TEST_P(Golden, CheckpointedGradientsMatchPytorch) {
+  const std::string d = dir_of(GetParam());
+  const std::string out = d + "/trinity_grads_ckpt.safetensors";
+  ASSERT_EQ(
+      run(kTrinity + " debug grad --checkpointing --model " + d + " --input " + d + "/tokens.jsonl --output " + out),
+      0);
+  expect_grads_match(out, d + "/expected_grads.safetensors", GetParam() + " (checkpointed)");
+}
+
+// A PEFT adapter (random A and B) on the base: logprobs, and the gradient of every lora_A / lora_B,
+// against PyTorch through the merged weights W + alpha/r · B A.
+TEST_P(Golden, LoraLogprobsAndAdapterGradientsMatchPytorch) {
+  const std::string d = dir_of(GetParam());
+  const std::string lp = d + "/trinity_lora_logprobs.jsonl", gr = d + "/trinity_lora_grads.safetensors";
+  const std::string args = " --model " + d + " --adapter " + d + "/lora --input " + d + "/tokens.jsonl";
+  ASSERT_EQ(run(kTrinity + " debug logprobs" + args + " --output " + lp), 0);
+  expect_logprobs_match(lp, d + "/expected_lora_logprobs.jsonl", GetParam() + " + LoRA");
+  ASSERT_EQ(run(kTrinity + " debug grad" + args + " --output " + gr), 0);
+  expect_grads_match(gr, d + "/expected_lora_grads.safetensors", GetParam() + " LoRA");
+  // Every adapter tensor has a gradient, and only those.
+  EXPECT_EQ(model::SafetensorsFile::open(gr).names(),
+            model::SafetensorsFile::open(d + "/lora/adapter_model.safetensors").names());
+}
+
+// `trinity export merge` writes a plain model that computes what base + adapter computes.
+TEST_P(Golden, ExportMergeEqualsTheAdaptedModel) {
+  const std::string d = dir_of(GetParam());
+  const std::string merged = d + "/merged", lp = d + "/trinity_merged_logprobs.jsonl";
+  ASSERT_EQ(run(kTrinity + " export merge --base " + d + " --adapter " + d + "/lora --out " + merged +
+                " --dtype float32 >/dev/null"),
+            0);
+  EXPECT_FALSE(file::exists(merged + "/adapter_config.json"));
+  ASSERT_EQ(run(kTrinity + " debug logprobs --model " + merged + " --input " + d + "/tokens.jsonl --output " + lp), 0);
+  expect_logprobs_match(lp, d + "/expected_lora_logprobs.jsonl", GetParam() + " merged");
 }
 
 TEST_P(Golden, AdamWTrajectoryMatchesPytorch) {
