@@ -29,10 +29,13 @@ class StorageSource : public BatchSource {
       : s_(s), bs_(bs), max_wait_(max_wait), sync_(sync), staleness_(staleness), stop_(stop) {}
 
   bool next(std::vector<buffer::Experience>& out, int64_t step) override {
-    for (const auto& l : leases_) s_->renew(l);
     Timer waited;
     next_status_s_ = 0;
     for (;;) {
+      // The batches trained since the last checkpoint stay leased until it commits them; renew their
+      // leases on every read (at most ~1 s apart), also while waiting for an explorer, or they expire
+      // and come back as new experiences (trained twice).
+      for (const auto& l : leases_) s_->renew(l);
       if (stop_ && stop_->load()) return false;
       buffer::ReadRequest r;
       r.batch_size = static_cast<size_t>(bs_);

@@ -62,8 +62,10 @@ TEST_P(Explorers, TwoExplorersOneDiesEveryStepTrainedOnce) {
   const std::string name = "explorers_" + GetParam();
   const std::string url = pg ? pg_server().url() : "sqlite:///" + root() + "/" + name + ".db";
   const std::string cfg = config(name, url);
-  // An explorer that died holding step 1: its lease (3 s) is in the table and is never renewed.
-  buffer::open_step_claims(storage(name, url))->claim("ghost", kSteps, 3.0);
+  // An explorer that died holding step 1: its lease is in the table and is never renewed. 15 s: longer
+  // than e1 takes to start and claim its first step (which is therefore never the ghost's), so e2 is the
+  // one that takes it over.
+  buffer::open_step_claims(storage(name, url))->claim("ghost", kSteps, 15.0);
   Proc trainer = spawn(args(cfg, {"mode=train"}), root() + "/" + name + "_trainer.log");
   setenv("TRINITY_LOG_LEVEL", "debug", 1);  // e1 logs each step it claims
   Proc e1 = spawn(args(cfg, {"mode=explore", "explorer.name=e1"}), root() + "/" + name + "_e1.log");
