@@ -1,5 +1,5 @@
 // The model shapes shared by bench/train and bench/generate (the engine-core issue's configs):
-// tiny, small, and the Qwen2.5-0.5B shape, as Qwen2-layout configs. The PyTorch baselines
+// tiny, small, and the Qwen2.5-0.5B / 1.5B / 7B shapes, as Qwen2-layout configs. The PyTorch baselines
 // (torch_train.py, torch_generate.py) list the same numbers.
 #pragma once
 
@@ -22,6 +22,8 @@ inline constexpr Shape kShapes[] = {
     {"tiny", 256, 4, 4, 2, 1024, 4096, 8, 256, false},
     {"small", 512, 8, 8, 2, 2048, 32000, 8, 256, false},
     {"qwen05", 896, 24, 14, 2, 4864, 151936, 2, 256, true},
+    {"qwen15", 1536, 28, 12, 2, 8960, 151936, 8, 256, true},   // Qwen2.5-1.5B
+    {"qwen7", 3584, 28, 28, 4, 18944, 152064, 8, 256, false},  // Qwen2.5-7B
 };
 
 inline const Shape* find_shape(const char* name) {

@@ -33,8 +33,9 @@ struct TokenTerm {
   double dlogp = 0;
 };
 
-// Σ_b c_b Σ_t m_bt f(b,t).value; adds c_b m_bt f(b,t).dlogp into dlogprob [B, T] (if not empty).
-// f is only called for rows with c_b != 0 and tokens with m_bt != 0.
+// Σ_b c_b Σ_t m_bt w_bt f(b,t).value; adds c_b m_bt w_bt f(b,t).dlogp into dlogprob [B, T] (if not
+// empty), w = mb.pg_weight (1 when absent). f is only called for rows with c_b != 0 and tokens with
+// m_bt != 0.
 template <class F>
 double accumulate_token_loss(const TokenBatch& mb, const std::vector<double>& scale,
                              std::span<float> dlogprob, F&& f) {
@@ -43,8 +44,9 @@ double accumulate_token_loss(const TokenBatch& mb, const std::vector<double>& sc
     const double c = scale[static_cast<size_t>(b)];
     if (c == 0) continue;
     for (int64_t t = 0; t < mb.T; ++t) {
-      const double m = mb.mask[mb.at(b, t)];
+      double m = mb.mask[mb.at(b, t)];
       if (m == 0) continue;
+      if (!mb.pg_weight.empty()) m *= mb.pg_weight[mb.at(b, t)];
       const TokenTerm r = f(b, t);
       loss += c * m * r.value;
       if (!dlogprob.empty()) dlogprob[mb.at(b, t)] += static_cast<float>(c * m * r.dlogp);

@@ -130,8 +130,10 @@ LossOutput Algorithm::actor_loss(const TokenBatch& mb, const Normalizer& norm) c
   out.dentropy.assign(n, 0.0f);
   Metrics pm, em, km;
   const double pl = pl_->forward_backward(mb, norm, out.dlogprob, pm);
-  const double ent = entropy_->loss(mb, norm, agg_, out.dentropy, em);
-  const double kl = kl_loss_->loss(mb, norm, agg_, out.dlogprob, km);
+  TokenBatch plain = mb;  // rollout-correction weights apply to the policy loss only
+  plain.pg_weight = {};
+  const double ent = entropy_->loss(plain, norm, agg_, out.dentropy, em);
+  const double kl = kl_loss_->loss(plain, norm, agg_, out.dlogprob, km);
   out.metrics.merge(pm, "actor/");
   if (!pm.has("pg_loss")) out.metrics.add("actor/pg_loss", pl);
   out.metrics.merge(em, "actor/");

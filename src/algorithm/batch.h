@@ -35,6 +35,8 @@ struct TokenBatch {
   std::span<const uint8_t> is_expert;   // [B] 1 = expert (SFT) row for mix / mix_chord; optional
   std::span<const uint8_t> keep;        // [B, T] 0 = token dropped by a mini-batch-level mask (m2po,
                                         // set by minibatch_actor_loss); optional
+  std::span<const float> pg_weight;     // [B, T] rollout-correction importance weights that multiply the
+                                        // policy loss's token terms (not KL / entropy); optional
   int64_t train_step = 0;               // the train step (mix_chord's mu schedule)
 
   size_t at(int64_t b, int64_t t) const { return static_cast<size_t>(b * T + t); }

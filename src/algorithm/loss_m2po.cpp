@@ -17,6 +17,7 @@ namespace {
 
 class M2poLoss : public PolicyLoss {
  public:
+  bool takes_rollout_is() const override { return true; }
   explicit M2poLoss(const Args& a) : thr_(a.f64("m2_threshold")), clip_(a.f64("log_ratio_clip")) {
     if (!std::isfinite(thr_) || thr_ < 0)
       throw ConfigError("algorithm", strcat(a.where(), ": m2_threshold must be finite and >= 0, got ", thr_));

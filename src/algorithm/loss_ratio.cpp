@@ -89,6 +89,7 @@ double neg_lr(const TokenBatch& mb, int64_t b, int64_t t) {
 // drop A<0 tokens of sequences whose mean(old − logp) > delta), optional REINFORCE fallback.
 class PpoLoss : public PolicyLoss {
  public:
+  bool takes_rollout_is() const override { return true; }
   explicit PpoLoss(const Args& a)
       : p_(ppo_params(a)), agg_(agg_of(a)), seq_mask_(a.boolean("enable_sequence_masking")),
         delta_(a.f64("delta_sequence_masking")) {}
@@ -193,6 +194,7 @@ class GspoLoss : public PolicyLoss {
 // cispo (MiniMax-M1, arXiv 2506.13585): L = −A·sg(clip(r, 1−lo, 1+hi))·sg(M)·logp.
 class CispoLoss : public PolicyLoss {
  public:
+  bool takes_rollout_is() const override { return true; }
   explicit CispoLoss(const Args& a)
       : lo_(a.f64("clip_range_low")), hi_(a.f64("clip_range_high")), mask_clip_(a.boolean("enable_mask_clip")),
         mlo_(a.f64("mask_clip_range_low")), mhi_(a.f64("mask_clip_range_high")), agg_(agg_of(a)) {}
@@ -232,6 +234,7 @@ class CispoLoss : public PolicyLoss {
 // L = −A·sg(f)·logp, so the gradient is −A·f.
 class SapoLoss : public PolicyLoss {
  public:
+  bool takes_rollout_is() const override { return true; }
   explicit SapoLoss(const Args& a) : tp_(a.f64("tau_pos")), tn_(a.f64("tau_neg")), agg_(agg_of(a)) {
     if (tn_ < tp_ || tp_ <= 0)
       throw ConfigError("algorithm", strcat(a.where(), ": need 0 < tau_pos <= tau_neg, got tau_pos=", tp_,
@@ -276,6 +279,7 @@ class SapoLoss : public PolicyLoss {
 // L = −sg(α)·A·logp.
 class ToprLoss : public PolicyLoss {
  public:
+  bool takes_rollout_is() const override { return true; }
   explicit ToprLoss(const Args& a) : thr_(a.f64("advantage_threshold")), agg_(agg_of(a)) {}
   unsigned needs() const override { return kNeedOldLogprob | kNeedAdvantages; }
   double alpha(const TokenBatch& mb, size_t i) const {
@@ -333,6 +337,7 @@ class OpmdLoss : public PolicyLoss {
 // L = −A·(logp − old)·1[in-range].
 class SppoLoss : public PolicyLoss {
  public:
+  bool takes_rollout_is() const override { return true; }
   explicit SppoLoss(const Args& a) : eps_(a.f64("epsilon")), agg_(agg_of(a)) {}
   unsigned needs() const override { return kNeedOldLogprob | kNeedAdvantages; }
   bool in_range(const TokenBatch& mb, size_t i) const {
@@ -364,6 +369,7 @@ class SppoLoss : public PolicyLoss {
 // importance_sampling: L = −A·exp(clamp(logp − old, ±20)).
 class IsLoss : public PolicyLoss {
  public:
+  bool takes_rollout_is() const override { return true; }
   explicit IsLoss(const Args& a) : agg_(agg_of(a)) {}
   unsigned needs() const override { return kNeedOldLogprob | kNeedAdvantages; }
   double forward_backward(const TokenBatch& mb, const Normalizer& norm, std::span<float> dlogprob,

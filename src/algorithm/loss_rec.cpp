@@ -14,6 +14,7 @@ namespace {
 
 class RecLoss : public PolicyLoss {
  public:
+  bool takes_rollout_is() const override { return true; }
   explicit RecLoss(const Args& a)
       : el_(a.f64("epsilon_low")), eh_(a.f64("epsilon_high")), elp_(a.f64("epsilon_low_prime")),
         ehp_(a.f64("epsilon_high_prime")),

@@ -25,6 +25,10 @@ class PolicyLoss {
   // the [B, T] keep mask from the mini-batch as one TokenBatch; minibatch_actor_loss then runs a
   // pre-pass over every micro-batch and hands each its rows as TokenBatch::keep.
   virtual bool needs_minibatch_mask() const { return false; }
+  // Whether TokenBatch::pg_weight (rollout-correction importance weights) may scale this loss's token
+  // terms: true for the losses on the ratio to the rollout policy whose terms all go through
+  // accumulate_token_loss; false for SFT, DPO, mix / mix_chord and OPMD.
+  virtual bool takes_rollout_is() const { return false; }
   virtual std::vector<uint8_t> minibatch_mask(const TokenBatch& whole, Metrics& metrics) const;
 };
 

@@ -127,6 +127,9 @@ struct InferenceModelConfig {
   bool enable_openai_api = false;
   int64_t kv_cache_bytes = int64_t{1} << 30;  // trinity extension: KV cache budget of the engine
   bool enable_prefix_caching = true;          // the engine's prefix cache (EngineOptions::prefix_cache)
+  // trinity extension: the engine's copy of the linear weights, float32 (logprobs equal the trainer's)
+  // or bfloat16 (half the bytes per decoded token; pair it with trainer.rollout_correction).
+  std::string weight_dtype = "float32";
   bool operator==(const InferenceModelConfig&) const = default;
 };
 
@@ -187,6 +190,14 @@ struct TrainerConfig {
   // enable_gradient_checkpointing, on by default there; off here, where memory is rarely the limit
   // of a CPU run and recomputing costs ~1/3 more step time).
   bool gradient_checkpointing = false;
+  // verl's algorithm.rollout_correction (trainer/trainer.h TrainerOptions::RolloutCorrection); also read
+  // from trainer.trainer_config.algorithm.rollout_correction.
+  struct RolloutCorrection {
+    bool bypass_mode = true;
+    std::string rollout_is;  // "" (null), token, sequence
+    double rollout_is_threshold = 2.0;
+    bool operator==(const RolloutCorrection&) const = default;
+  } rollout_correction;
   struct Critic {  // trinity extension (verl's critic defaults)
     double lr = 1e-5;
     double cliprange_value = 0.5;

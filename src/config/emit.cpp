@@ -232,6 +232,7 @@ void inference(YAML::Emitter& e, const InferenceModelConfig& m, bool aux) {
   kv(e, "enable_history", m.enable_history);
   kv(e, "enable_openai_api", m.enable_openai_api);
   kv(e, "kv_cache_bytes", m.kv_cache_bytes);
+  kv(e, "weight_dtype", m.weight_dtype);
   kv(e, "enable_prefix_caching", m.enable_prefix_caching);
   e << EndMap;
 }
@@ -407,6 +408,11 @@ std::string to_yaml(const Config& c) {
   kv(e, "micro_batch_size", t.micro_batch_size);
   kv(e, "fix_actor_microbatch_loss_scale", t.fix_actor_microbatch_loss_scale);
   kv(e, "gradient_checkpointing", t.gradient_checkpointing);
+  e << Key << "rollout_correction" << Value << BeginMap;
+  kv(e, "bypass_mode", t.rollout_correction.bypass_mode);
+  kv(e, "rollout_is", t.rollout_correction.rollout_is);
+  kv(e, "rollout_is_threshold", t.rollout_correction.rollout_is_threshold);
+  e << EndMap;
   e << Key << "critic" << Value << BeginMap;
   kv(e, "lr", t.critic.lr);
   kv(e, "cliprange_value", t.critic.cliprange_value);

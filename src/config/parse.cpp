@@ -209,6 +209,10 @@ void parse_inference(Ctx& c, const Tree* t, const std::string& path, InferenceMo
   s.boolean("enable_history", m.enable_history);
   s.boolean("enable_openai_api", m.enable_openai_api);
   s.i64("kv_cache_bytes", m.kv_cache_bytes);
+  s.str("weight_dtype", m.weight_dtype);
+  if (m.weight_dtype != "float32" && m.weight_dtype != "bfloat16")
+    c.fail(*s.get("weight_dtype"),
+           strcat(s.at("weight_dtype"), ": '", m.weight_dtype, "' is not one of float32, bfloat16"));
   s.boolean("enable_prefix_caching", m.enable_prefix_caching);
   s.warn_ignored({"engine_type",
                   "tensor_parallel_size",
@@ -306,6 +310,19 @@ void parse_trainer(Ctx& c, const Tree* t, Parsed& p) {
   s.i64("micro_batch_size", r.micro_batch_size);
   s.boolean("fix_actor_microbatch_loss_scale", r.fix_actor_microbatch_loss_scale);
   s.boolean("gradient_checkpointing", r.gradient_checkpointing);
+  if (const Tree* rc = s.get("rollout_correction")) {
+    Section rs(c, rc, "trainer.rollout_correction");
+    rs.boolean("bypass_mode", r.rollout_correction.bypass_mode);
+    rs.str("rollout_is", r.rollout_correction.rollout_is);
+    rs.f64("rollout_is_threshold", r.rollout_correction.rollout_is_threshold);
+    const std::string& is = r.rollout_correction.rollout_is;
+    if (!is.empty() && is != "token" && is != "sequence")
+      c.fail(*rc, strcat("trainer.rollout_correction.rollout_is: '", is, "' is not one of token, sequence, null"));
+    if (!(r.rollout_correction.rollout_is_threshold > 0))
+      c.fail(*rc, strcat("trainer.rollout_correction.rollout_is_threshold: must be > 0, got ",
+                         r.rollout_correction.rollout_is_threshold));
+    rs.finish();
+  }
   if (const Tree* cr = s.get("critic")) {
     Section cs(c, cr, "trainer.critic");
     cs.f64("lr", r.critic.lr);

@@ -52,6 +52,18 @@ const std::vector<Mapping>& mappings() {
        [](Ctx& c, const Tree& v, const std::string& at, Parsed& p) {
          p.cfg.trainer.gradient_checkpointing = as_bool(c, v, at);
        }},
+      {"algorithm.rollout_correction.bypass_mode", "trainer.rollout_correction.bypass_mode",
+       [](Ctx& c, const Tree& v, const std::string& at, Parsed& p) {
+         p.cfg.trainer.rollout_correction.bypass_mode = as_bool(c, v, at);
+       }},
+      {"algorithm.rollout_correction.rollout_is", "trainer.rollout_correction.rollout_is",
+       [](Ctx& c, const Tree& v, const std::string& at, Parsed& p) {
+         p.cfg.trainer.rollout_correction.rollout_is = v.is_null() ? "" : as_str(c, v, at);
+       }},
+      {"algorithm.rollout_correction.rollout_is_threshold", "trainer.rollout_correction.rollout_is_threshold",
+       [](Ctx& c, const Tree& v, const std::string& at, Parsed& p) {
+         p.cfg.trainer.rollout_correction.rollout_is_threshold = as_f64(c, v, at);
+       }},
       {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu", "trainer.max_token_len_per_gpu",
        [](Ctx& c, const Tree& v, const std::string& at, Parsed& p) { p.max_token_len_per_gpu = as_i64(c, v, at); }},
   };

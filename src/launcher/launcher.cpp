@@ -122,6 +122,9 @@ trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_s
   o.max_response_tokens = c.model.max_response_tokens;
   o.seed = static_cast<uint64_t>(c.explorer.rollout_model.seed);
   o.critic_optim.lr = c.trainer.critic.lr;
+  o.rollout_correction.bypass_mode = c.trainer.rollout_correction.bypass_mode;
+  o.rollout_correction.rollout_is = c.trainer.rollout_correction.rollout_is;
+  o.rollout_correction.rollout_is_threshold = c.trainer.rollout_correction.rollout_is_threshold;
   o.cliprange_value = c.trainer.critic.cliprange_value;
   if (dist::world().size() > 1) o.comm = &dist::world();
   return o;
@@ -151,6 +154,7 @@ std::shared_ptr<explorer::RolloutModel> inference_model(const config::InferenceM
   eo.kv_cache_bytes = r.kv_cache_bytes;
   eo.prefix_cache = r.enable_prefix_caching;
   eo.max_model_len = max_model_len;
+  eo.weight_format = r.weight_dtype == "bfloat16" ? engine::WeightFormat::kBF16 : engine::WeightFormat::kF32Packed;
   auto tk = std::make_shared<const tok::Tokenizer>(rm->chat->tokenizer());
   rm->init_weights(weights);
   rm->engine = std::make_shared<engine::Engine>(std::move(weights), version, tk, eo);

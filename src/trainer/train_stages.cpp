@@ -194,6 +194,7 @@ algo::TokenBatch token_rows(const StepBatch& s, int64_t b0, int64_t b1, int64_t 
   tb.B = b1 - b0, tb.T = T;
   tb.old_logprob = rows_of(eb.old_logprob, b0, b1, T);
   tb.ref_logprob = rows_of(s.ref_lp, b0, b1, T);
+  tb.pg_weight = rows_of(s.is_weight, b0, b1, T);
   tb.advantages = rows_of(eb.advantages, b0, b1, T);
   tb.mask = rows_of(eb.mask, b0, b1, T);
   tb.is_expert = std::span<const uint8_t>(eb.is_expert).subspan(static_cast<size_t>(b0), static_cast<size_t>(b1 - b0));

@@ -1,7 +1,7 @@
 // The stages of PolicyTrainer::train_step (trainer.h) as plain functions over one StepBatch, so each
 // runs and is tested alone:
 //   prepare_step -> [policy_logprobs of the reference] -> [critic_values] -> advantages ->
-//   [update_critic] -> update_actor -> batch_stats
+//   [update_critic] -> [correct_rollout] -> update_actor -> batch_stats
 // StepBatch carries the mini-batch between them: the experiences, their padded arrays (ExperienceBatch),
 // the micro-batch row ranges and the [B, T] reference logprobs / critic values when used.
 #pragma once
@@ -28,9 +28,10 @@ struct StepBatch {
   dist::Comm* comm = nullptr;                       // TrainerOptions::comm
   int rank = 0;
   bool mine(size_t k) const { return owner[k] == rank; }
-  std::vector<float> ref_lp;   // [B, T] reference logprobs; empty without a reference
-  std::vector<float> values;   // [B, T] critic values at advantage time; empty without a critic
-  std::vector<float> entropy;  // [B, T] actor entropy at advantage time (clipb, clipv)
+  std::vector<float> ref_lp;     // [B, T] reference logprobs; empty without a reference
+  std::vector<float> values;     // [B, T] critic values at advantage time; empty without a critic
+  std::vector<float> entropy;    // [B, T] actor entropy at advantage time (clipb, clipv)
+  std::vector<float> is_weight;  // [B, T] rollout-correction weights on the policy loss; empty = none
 };
 
 // Builds the padded batch and its micro-batches (token budget o.max_token_len_per_gpu, else
@@ -55,6 +56,12 @@ void advantages(algo::Algorithm& alg, StepBatch& s, uint64_t seed, const Trainer
 
 // The algorithm's TokenBatch of rows [b0, b1) without the current policy's arrays.
 algo::TokenBatch token_rows(const StepBatch& s, int64_t b0, int64_t b1, int64_t train_step);
+
+// Rollout correction with bypass_mode off (rollout_correction.cpp): recomputes the old logprobs with
+// `actor` (the weights before the update), reports the mismatch to the rollout logprobs as
+// rollout_corr/* metrics and, with rollout_is, fills s.is_weight; the recomputed logprobs become the
+// batch's old logprobs. ValueError for rollout_is on experiences without rollout logprobs.
+void correct_rollout(model::Transformer& actor, StepBatch& s, const TrainerOptions& o, algo::Metrics& m);
 
 // o.ppo_epochs optimizer steps of the critic on the value loss (critic/* metrics of the last epoch).
 algo::Metrics update_critic(model::Transformer& critic, AdamW& opt, const algo::Algorithm& alg, const StepBatch& s,

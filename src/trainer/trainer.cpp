@@ -54,6 +54,24 @@ PolicyTrainer::PolicyTrainer(model::Transformer actor, const algo::AlgorithmSpec
   if (alg_->advantage_fn() && (alg_->advantage_fn()->needs() & algo::kAdvNeedNec))
     throw UnsupportedError("trainer", strcat("advantage_fn ", alg_->advantage_fn_name(), ": ", algo::kNecUnsupported));
   // With LoRA the reference policy is the frozen base: the actor with its adapters off, no copy.
+  const auto& rc = opts_.rollout_correction;
+  if (!rc.rollout_is.empty()) {
+    if (rc.rollout_is != "token" && rc.rollout_is != "sequence")
+      throw ConfigError(
+          "trainer", strcat("rollout_correction.rollout_is '", rc.rollout_is, "': expected token, sequence or null"));
+    if (rc.bypass_mode)
+      throw ConfigError("trainer",
+                        "rollout_correction.rollout_is needs bypass_mode: false (the trainer recomputes the old "
+                        "logprobs the importance weights compare with the rollout's)");
+    if (!(rc.rollout_is_threshold > 0))
+      throw ConfigError("trainer",
+                        strcat("rollout_correction.rollout_is_threshold must be > 0, got ", rc.rollout_is_threshold));
+    if (!alg_->policy_loss().takes_rollout_is())
+      throw UnsupportedError("trainer",
+                             strcat("rollout_correction.rollout_is with policy_loss_fn ", alg_->policy_loss_fn_name(),
+                                    " (it applies to the losses on the rollout ratio: ppo, gspo, cispo, sapo, "
+                                    "topr, sppo, importance_sampling, m2po, rec)"));
+  }
   if (alg_->use_reference() && !actor_.has_lora()) ref_ = std::make_unique<model::Transformer>(clone(actor_));
   if (alg_->use_critic()) {
     opts_.critic_schedule.validate();
@@ -116,6 +134,11 @@ std::map<std::string, double> PolicyTrainer::train_step(std::vector<buffer::Expe
     Timer t;
     m.merge(update_critic(*critic_, *critic_opt_, *alg_, s, opts_, step));
     m.set("time/update_critic", t.seconds());
+  }
+  if (!opts_.rollout_correction.bypass_mode) {
+    Timer t;  // verl's old_log_prob pass
+    correct_rollout(actor_, s, opts_, m);
+    m.set("time/old_log_prob", t.seconds());
   }
   {
     Timer t;

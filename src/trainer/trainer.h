@@ -41,6 +41,16 @@ struct TrainerOptions {
   double critic_grad_clip = 1.0;
   double cliprange_value = 0.5;
   float critic_head_std = 0.0f;   // score head init: 0 = zeros, else normal(0, std)
+  // Rollout correction (verl's algorithm.rollout_correction, decoupled mode). bypass_mode (default):
+  // the rollout logprobs are the PPO anchor (old logprobs). Off: the trainer recomputes the old
+  // logprobs with the weights before the update, reports the rollout/trainer mismatch
+  // (rollout_corr/*), and with rollout_is "token" / "sequence" multiplies the policy loss's token terms
+  // by the truncated importance weight min(pi_old / pi_rollout, rollout_is_threshold) (TIS).
+  struct RolloutCorrection {
+    bool bypass_mode = true;
+    std::string rollout_is;  // "" (none), "token", "sequence"
+    double rollout_is_threshold = 2.0;
+  } rollout_correction;
   // Data parallel (mpirun): every rank runs train_step on the same mini-batch; rank r computes the
   // micro-batches of its slice of the rows (rows [r·B/n, (r+1)·B/n)) and gradients, reference
   // logprobs, critic values and loss metrics are summed over ranks, so all ranks take the same

@@ -531,5 +531,39 @@ TEST(ValueLoss, HandValuesClipAndFiniteDifferences) {
   test::expect_fd(d, vals, gv, [&] { return run_v({}); }, "value loss");
 }
 
+// Rollout-correction weights (TokenBatch::pg_weight) scale each token's term of the losses that take
+// them: token i's gradient is w_i times the unweighted one, and a uniform weight k scales the loss by
+// k. Losses that do not take them are refused by the trainer (PolicyLoss::takes_rollout_is).
+TEST(RolloutIs, WeightsScaleEachTokenTermOfThePolicyLoss) {
+  int tested = 0;
+  for (const auto& name : policy_loss_registry().names()) {
+    auto loss = policy_loss_registry().make(name, {});
+    if (!loss->takes_rollout_is()) continue;
+    ++tested;
+    test::Data d = random_data(11, 4, 6);
+    set_minibatch_mask(*loss, d);
+    Rng rng(5);
+    std::vector<float> w(d.lp.size());
+    for (auto& x : w) x = static_cast<float>(0.2 + 1.5 * rng.uniform());
+    auto run = [&](const std::vector<float>* weights, std::vector<float>& g) {
+      TokenBatch mb = d.batch();
+      if (weights) mb.pg_weight = *weights;
+      Metrics m;
+      g.assign(d.lp.size(), 0.0f);
+      return loss->forward_backward(mb, Normalizer::of(d.batch()), g, m);
+    };
+    std::vector<float> g0, gw, gk;
+    const double l0 = run(nullptr, g0);
+    run(&w, gw);
+    for (size_t i = 0; i < g0.size(); ++i)
+      EXPECT_NEAR(gw[i], w[i] * g0[i], 1e-6 * std::max(1.0f, std::abs(g0[i]))) << name << " token " << i;
+    const std::vector<float> k(d.lp.size(), 1.7f);
+    EXPECT_NEAR(run(&k, gk), 1.7 * l0, 1e-6 * std::max(1.0, std::abs(l0))) << name;  // 1.7f: 6e-8 off
+  }
+  EXPECT_GE(tested, 7);
+  EXPECT_FALSE(policy_loss_registry().make("sft", {})->takes_rollout_is());
+  EXPECT_FALSE(policy_loss_registry().make("gspo", {})->takes_rollout_is());
+}
+
 }  // namespace
 }  // namespace trinity::algo

@@ -111,6 +111,27 @@ TEST(ConfigCompat, LoraConfigsAreRead) {
   expect_has(load_error(with_model_keys("  lora_configs:\n    - {lora_rnak: 8}\n")), {"lora_rnak", "lora_rank"});
 }
 
+TEST(ConfigCompat, RolloutCorrectionKeys) {
+  const auto& d = load(base_yaml()).config.trainer.rollout_correction;
+  EXPECT_TRUE(d.bypass_mode);
+  EXPECT_EQ(d.rollout_is, "");
+  EXPECT_DOUBLE_EQ(d.rollout_is_threshold, 2.0);
+  // verl's place for it, inside trainer_config.
+  const std::string tc =
+      "trainer:\n  trainer_config:\n    algorithm:\n      rollout_correction:\n"
+      "        bypass_mode: false\n        rollout_is: sequence\n        rollout_is_threshold: 3.5\n";
+  const auto& v = load(base_yaml(tc)).config.trainer.rollout_correction;
+  EXPECT_FALSE(v.bypass_mode);
+  EXPECT_EQ(v.rollout_is, "sequence");
+  EXPECT_DOUBLE_EQ(v.rollout_is_threshold, 3.5);
+  const auto& t = load(base_yaml("trainer:\n  rollout_correction: {bypass_mode: false, rollout_is: token}\n"))
+                      .config.trainer.rollout_correction;
+  EXPECT_EQ(t.rollout_is, "token");
+  expect_has(load_error(base_yaml("trainer:\n  rollout_correction: {rollout_is: geometric}\n")),
+             {"trainer.rollout_correction.rollout_is", "geometric", "token, sequence"});
+  expect_has(load_error(base_yaml("trainer:\n  rollout_correction: {rollout_rs: token}\n")), {"rollout_rs"});
+}
+
 TEST(ConfigCompat, GradientCheckpointingKeys) {
   EXPECT_FALSE(load(base_yaml()).config.trainer.gradient_checkpointing);
   const std::string tc =

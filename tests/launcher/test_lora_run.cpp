@@ -81,3 +81,33 @@ TEST(LoraRun, TrainsAdaptersSavesPeftAndResumes) {
   EXPECT_NE(r.rc, 0);
   EXPECT_NE(r.out.find("not a PEFT adapter directory"), std::string::npos) << r.out;
 }
+
+// A bf16 rollout engine with the trainer's rollout correction: the mismatch to the fp32 trainer is
+// measured and the importance weights applied; with the fp32 engine (the default) the logprobs agree.
+TEST(LoraRun, Bf16RolloutsWithTruncatedImportanceSampling) {
+  const std::string root = shared_root();
+  double kl[2] = {0, 0}, ratio_max[2] = {0, 0};
+  int i = 0;
+  for (const char* dtype : {"float32", "bfloat16"}) {
+    const std::string name = std::string("tis_") + dtype;
+    fs::remove_all(job_dir(root, name));
+    std::string y = lora_yaml(name);
+    y += "  rollout_correction: {bypass_mode: false, rollout_is: token, rollout_is_threshold: 2.0}\n";
+    y.replace(y.find("explorer:\n"), 10, std::string("explorer:\n  rollout_model: {weight_dtype: ") + dtype + "}\n");
+    const RunOut r =
+        trinity::test::trinity({"run", "--config", write_config(root, name, y), "--set", "buffer.total_steps=2"},
+                               root + "/" + name + ".log", 120);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const auto m = read_metrics(job_dir(root, name));
+    ASSERT_TRUE(has_metric(m, "trainer", "rollout_corr/kl")) << dtype;
+    kl[i] = std::abs(metric_values(m, "trainer", "rollout_corr/kl").front());
+    ratio_max[i] = metric_values(m, "trainer", "rollout_corr/ratio_max").front();
+    EXPECT_TRUE(has_metric(m, "trainer", "rollout_corr/is_weight_mean")) << dtype;
+    EXPECT_TRUE(has_metric(m, "trainer", "time/old_log_prob")) << dtype;
+    ++i;
+  }
+  EXPECT_LT(kl[0], 1e-5) << "the fp32 engine's logprobs are the trainer's";
+  EXPECT_LT(std::abs(ratio_max[0] - 1.0), 1e-3);
+  EXPECT_GT(kl[1], 10 * kl[0] + 1e-6) << "bf16 weights change the rollout logprobs";
+  EXPECT_GT(ratio_max[1], ratio_max[0]);
+}
