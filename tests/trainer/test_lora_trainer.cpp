@@ -72,12 +72,16 @@ TEST(LoraTrainer, StepsMoveOnlyTheAdaptersAndTheReferenceIsTheBase) {
     EXPECT_EQ(static_cast<int64_t>(t.optimizer().m().size()), t.actor().num_trainable());
     const auto before = flat(t.actor().lora_tensors());
     const auto m1 = t.train_step(group_batch(1), 1);
-    if (alg == "grpo_verl") EXPECT_NEAR(m1.at("actor/kl_loss"), 0.0, 1e-6) << "a fresh adapter is the base: KL 0";
+    if (alg == "grpo_verl") {
+      EXPECT_NEAR(m1.at("actor/kl_loss"), 0.0, 1e-6) << "a fresh adapter is the base: KL 0";
+    }
     t.train_step(group_batch(2), 2);
     const auto m3 = t.train_step(group_batch(3), 3);
     EXPECT_TRUE(test::same_params(t.actor(), base)) << alg << ": the base weights must not move";
     EXPECT_NE(flat(t.actor().lora_tensors()), before) << alg << ": the adapters must move";
-    if (alg == "grpo_verl") EXPECT_GT(m3.at("actor/kl_loss"), 0.0) << "trained adapters differ from the base";
+    if (alg == "grpo_verl") {
+      EXPECT_GT(m3.at("actor/kl_loss"), 0.0) << "trained adapters differ from the base";
+    }
     // snapshot(): the merged model, which computes what the adapted actor computes.
     const auto snap = t.snapshot();
     EXPECT_FALSE(snap->has_lora());
