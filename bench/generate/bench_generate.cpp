@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   const std::string weights = argc > 4 ? argv[4] : "f32";  // f32 (packed fp32 copy), bf16, master
   const bench::Shape* s = bench::find_shape(which.c_str());
   if (!s) {
-    std::fprintf(stderr, "usage: bench_generate tiny|small|qwen05 [batch] [new_tokens] [f32|bf16|master]\n");
+    std::fprintf(stderr, "usage: bench_generate tiny|small|qwen05|qwen15 [batch] [new_tokens] [f32|bf16|master]\n");
     return 2;
   }
   const model::ModelConfig cfg = bench::shape_config(*s);

@@ -16,6 +16,7 @@ for s in "${shapes[@]}"; do
   for b in ${BATCHES:-1 16 64}; do
     new=128
     [ "$s" = qwen05 ] && [ "$b" = 1 ] && new=32
+    [ "$s" = qwen15 ] && new=32
     ours=$("$BIN" "$s" "$b" "$new" "${WEIGHTS:-f32}")
     base=$(OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 bench/generate/torch_generate.py "$s" "$b" "$new")
     /usr/bin/python3 - "$ours" "$base" <<'PY'

@@ -1,7 +1,7 @@
 """PyTorch baseline for bench/generate: the same shapes, batched generation with a KV cache
 (keys/values concatenated per step, as transformers' DynamicCache does), 64-token prompts, 128
 sampled tokens (temperature 1, multinomial), torch.no_grad, 2 threads. Prints one JSON line.
-Usage: /usr/bin/python3 torch_generate.py tiny|small|qwen05 BATCH [NEW_TOKENS]"""
+Usage: /usr/bin/python3 torch_generate.py tiny|small|qwen05|qwen15 BATCH [NEW_TOKENS]"""
 import json
 import resource
 import sys
@@ -14,6 +14,7 @@ SHAPES = {
     "tiny": (256, 4, 4, 2, 1024, 4096, False),
     "small": (512, 8, 8, 2, 2048, 32000, False),
     "qwen05": (896, 24, 14, 2, 4864, 151936, True),
+    "qwen15": (1536, 28, 12, 2, 8960, 151936, True),
 }
 
 
