@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@
 #include "model/lora_impl.h"
 #include "model/safetensors.h"
 #include "model/transformer.h"
+#include "test_util.h"
 
 using namespace trinity;
 using namespace trinity::model;
@@ -60,12 +60,6 @@ std::vector<float> logprobs(Transformer& m, const Batch& b) {
   std::vector<float> lp, ent;
   m.forward(b, lp, ent);
   return lp;
-}
-
-std::string temp_dir(const std::string& name) {
-  auto p = std::filesystem::temp_directory_path() / ("trinity_lora_" + name + "_" + std::to_string(getpid()));
-  std::filesystem::remove_all(p);
-  return p.string();
 }
 
 }  // namespace
@@ -187,7 +181,8 @@ TEST(Lora, PeftDirectoryRoundTripsAndBadOnesAreClearErrors) {
   c.dropout = 0.05;
   m.add_lora(c, 1);
   randomise(m, 9);
-  const std::string dir = temp_dir("peft");
+  const model::testing::ScratchDir scratch;
+  const std::string dir = scratch.file("peft");
   save_adapter(m, dir, "org/base-model");
   const json cfg = json::parse(file::read_all(dir + "/adapter_config.json"));
   EXPECT_EQ(cfg["peft_type"], "LORA");
@@ -237,7 +232,6 @@ TEST(Lora, PeftDirectoryRoundTripsAndBadOnesAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("mlp.gate_proj.lora_A.weight"), std::string::npos) << e.what();
   }
   EXPECT_THROW(read_adapter_config(dir + "/nope"), IoError);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Lora, DropoutOnlyInTrainingForwardsAndItsBackwardUsesTheSameMask) {
