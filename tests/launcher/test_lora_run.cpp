@@ -4,6 +4,9 @@
 // merged checkpoint byte for byte; a rerun resumes the adapter; a new run starts from the adapter.
 #include <gtest/gtest.h>
 
+#include <httplib.h>
+#include <signal.h>
+
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
@@ -11,6 +14,35 @@
 using namespace trinity::test;
 
 namespace {
+
+// `trinity serve` on a free port with `extra` flags; returns the greedy completion of `prompt` (text
+// and token logprobs), then stops the server.
+json serve_completion(const std::string& root, const std::string& name, const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {trinity_bin(), "serve", "--port", "0", "--no-access-log"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  Proc p = spawn(args, root + "/" + name + ".log");
+  int port = 0;
+  wait_for(
+      [&] {
+        const std::string out = slurp(p.log);
+        const size_t at = out.find("listening on http://127.0.0.1:");
+        if (at != std::string::npos) port = std::atoi(out.c_str() + at + 30);
+        return port > 0 || out.find("error") != std::string::npos;
+      },
+      60);
+  json res;
+  if (port > 0) {
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(60, 0);
+    const json req = {{"prompt", "12+30="}, {"max_tokens", 6}, {"temperature", 0.0}, {"logprobs", 1}};
+    auto r = cli.Post("/v1/completions", req.dump(), "application/json");
+    if (r && r->status == 200) res = json::parse(r->body)["choices"][0];
+  }
+  kill(p.pid, SIGTERM);
+  wait_exit(p, 30);
+  EXPECT_GT(port, 0) << slurp(p.log);
+  return res;
+}
 
 std::string lora_yaml(const std::string& name, const std::string& lora_extra = "") {
   std::string y = base_yaml(shared_root(), name);
@@ -56,6 +88,24 @@ TEST(LoraRun, TrainsAdaptersSavesPeftAndResumes) {
                              root + "/lora_a_merge.log");
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_TRUE(slurp(root + "/lora_a_merged/model.safetensors") == merged_bytes) << "export merge != the run's export";
+
+  // `trinity serve --model BASE --adapter DIR` serves what the merged export serves (and not the base).
+  const json with_adapter =
+      serve_completion(root, "serve_adapter", {"--model", root + "/model", "--adapter", step4 + "/actor/lora_adapter"});
+  const json merged = serve_completion(root, "serve_merged", {"--model", root + "/lora_a_merged"});
+  const json base = serve_completion(root, "serve_base", {"--model", root + "/model"});
+  ASSERT_TRUE(with_adapter.is_object() && merged.is_object() && base.is_object());
+  EXPECT_EQ(with_adapter["text"], merged["text"]);
+  const auto& la = with_adapter["logprobs"]["token_logprobs"];
+  const auto& lm = merged["logprobs"]["token_logprobs"];
+  const auto& lb = base["logprobs"]["token_logprobs"];
+  ASSERT_EQ(la.size(), lm.size());
+  double vs_base = 0;
+  for (size_t i = 0; i < la.size(); ++i) {
+    EXPECT_NEAR(la[i].get<double>(), lm[i].get<double>(), 1e-4) << "token " << i;
+    if (i < lb.size()) vs_base = std::max(vs_base, std::abs(la[i].get<double>() - lb[i].get<double>()));
+  }
+  EXPECT_GT(vs_base, 1e-6) << "the adapter changes what is served";
 
   // Resume: two more steps on top of the adapter of step 4.
   r = trinity::test::trinity({"run", "--config", cfg, "--set", "buffer.total_steps=6"}, root + "/lora_a2.log", 120);
