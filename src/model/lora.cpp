@@ -215,7 +215,8 @@ void LoraState::backward(size_t l, int t, float* dx, const float* dy, const floa
   std::vector<float> g(static_cast<size_t>(n * in));
   gemm(false, false, rows, in, r, 1.0f, dh.data(), r, ll.a, in, 0.0f, g.data(), in);
   const float* gd = dropped_input(l, t, g.data(), n);
-  parallel_for(n * in, [&](int64_t i) { dx[i] += gd[i]; }, 1);
+  parallel_for(
+      n * in, [&](int64_t i) { dx[i] += gd[i]; }, 1);
 }
 
 // ---- Transformer's LoRA methods ----
