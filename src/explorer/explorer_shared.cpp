@@ -2,8 +2,9 @@
 // taking whole explore steps from the experience buffer's step leases (buffer/step_claims.h). The
 // task scheduler is a deterministic function of the step (selectors without feedback), so every
 // explorer reads the same tasks for step k and uses the same task seeds; a dead explorer's step is
-// taken over after its lease expires. Explorers never block on the trainer: after each step they take
-// the newest weights the trainer has published (checkpoint sync through the shared job directory).
+// taken over after its lease expires. Explorers never block on the trainer: before each step (and each
+// evaluation) they take the newest weights the trainer has published (checkpoint sync through the
+// shared job directory).
 #include <chrono>
 #include <thread>
 
@@ -52,6 +53,7 @@ ExplorerSummary Explorer::run_shared() {
     while (tasks_->step() < k) batch = tasks_->next_batch();
     if (!batch) throw Error("explorer", strcat("explore step ", k, " is past the taskset's ", tasks_->max_steps()));
     step_ = k;
+    if (sync_) pull_newest_weights();  // without waiting
     Pending p;
     p.step = k;
     submit_step(p, std::move(*batch));
@@ -75,8 +77,10 @@ ExplorerSummary Explorer::run_shared() {
     finish_step(p);  // one write: the step's experiences land together or not at all
     claims_->done(k, name_);
     summary_.steps += 1;
-    if (sync_) pull_newest_weights();  // without waiting
-    if (opts_.eval_interval > 0 && k % opts_.eval_interval == 0 && !stopping()) evaluate(k);
+    if (opts_.eval_interval > 0 && k % opts_.eval_interval == 0 && !stopping()) {
+      if (sync_) pull_newest_weights();
+      evaluate(k);
+    }
     if (bar) bar->update(claims_->stats().done);
   }
   if (stopping()) {

@@ -2,7 +2,8 @@
 // a sqlite buffer and on a PostgreSQL one (a real server, tests/common/pg_server.h): one trainer
 // process and two explorers (explorer.name e1, e2) through the buffer's explore-step leases, plus a
 // "ghost" lease on step 1 (an explorer that died holding it, made by the test). e1 is killed with
-// SIGKILL right after it claims its first step; e2 takes the ghost's step over when its lease expires. The run
+// SIGKILL right after it claims its first step; e2 takes the ghost's step over when its lease expires. A
+// "gate" lease holds the later steps until the trainer's first weights are out. The run
 // must end with every explore step's experiences in the buffer exactly once and every one of them
 // trained: the planned number of train steps, nothing left over.
 #include <algorithm>
@@ -64,7 +65,13 @@ TEST_P(Explorers, TwoExplorersOneDiesEveryStepTrainedOnce) {
   const std::string url = pg ? pg_server().url() : "sqlite:///" + root() + "/" + name + ".db";
   const std::string cfg = config(name, url);
   // An explorer that died holding step 1: its lease (3 s) is in the table and is never renewed.
-  buffer::open_step_claims(storage(name, url))->claim("ghost", kSteps, 3.0);
+  auto claims = buffer::open_step_claims(storage(name, url));
+  ASSERT_EQ(claims->claim("ghost", kSteps, 3.0), 1);
+  // A "gate" (owners gate2, gate3, ...) holds steps 2..kSteps with a long lease until the trainer has published weights
+  // trained on step 1; the test then expires it, so the explorers take those steps over and must explore them with
+  // trained weights (explorers never wait for the trainer: without the gate, a fast explorer could finish every step
+  // before the trainer's first version exists).
+  for (int k = 2; k <= kSteps; ++k) ASSERT_EQ(claims->claim(strcat("gate", k), kSteps, 600.0), k);
   Proc trainer = spawn(args(cfg, {"mode=train"}), root() + "/" + name + "_trainer.log");
   setenv("TRINITY_LOG_LEVEL", "debug", 1);  // e1 logs each step it claims
   Proc e1 = spawn(args(cfg, {"mode=explore", "explorer.name=e1"}), root() + "/" + name + "_e1.log");
@@ -76,6 +83,10 @@ TEST_P(Explorers, TwoExplorersOneDiesEveryStepTrainedOnce) {
   kill(e1.pid, SIGKILL);
   Proc e2 = spawn(args(cfg, {"mode=explore", "explorer.name=e2"}), root() + "/" + name + "_e2.log");
   EXPECT_EQ(wait_exit(e1, 10), 128 + SIGKILL);
+  const std::string latest = job_dir(root(), name) + "/latest_state_dict_iteration.txt";
+  const bool trained = wait_for([&] { return std::atoll(slurp(latest).c_str()) >= 1; }, 150);
+  ASSERT_TRUE(trained) << slurp(trainer.log) << slurp(e2.log);
+  for (int k = 2; k <= kSteps; ++k) ASSERT_TRUE(claims->renew(k, strcat("gate", k), 0.0)) << k;  // expire the gate
   const int rc2 = wait_exit(e2, 180);
   const std::string out2 = slurp(e2.log);
   ASSERT_EQ(rc2, 0) << out2;
@@ -114,10 +125,16 @@ TEST_P(Explorers, TwoExplorersOneDiesEveryStepTrainedOnce) {
         out2.find(strcat("explore step ", k, " of e1 is already in the buffer")) == std::string::npos)
       want.push_back(k);
   EXPECT_EQ(steps, want);
-  // The trainer's weights reached the explorers (checkpoint sync through the job directory): the
-  // step e2 took over after the 3 s lease ran with a trained version.
+  // The trainer's weights reached the explorers (checkpoint sync through the job directory): an explorer
+  // takes the newest published version before each step, so every gated step ran on trained weights.
   const auto versions = metric_values(m, "explorer", "rollout/model_version");
-  EXPECT_GE(*std::max_element(versions.begin(), versions.end()), 1.0);
+  const auto vsteps = metric_steps(m, "explorer", "rollout/model_version");
+  ASSERT_EQ(versions.size(), vsteps.size());
+  for (size_t i = 0; i < vsteps.size(); ++i)
+    if (vsteps[i] >= 2) {
+      EXPECT_GE(versions[i], 1.0) << "explore step " << vsteps[i];
+    }
+  EXPECT_TRUE(std::find(vsteps.begin(), vsteps.end(), kSteps) != vsteps.end());
 }
 
 INSTANTIATE_TEST_SUITE_P(Buffers, Explorers, ::testing::Values("sqlite", "postgresql"));
