@@ -23,7 +23,7 @@ int cmd_export_merge(const Argv& argv) {
     dtype = model::stored_dtype(base);
   else if (!model::dtype_from_torch_name(dt, &dtype) || dtype == tensor::DType::kF16)
     throw ConfigError("cli", strcat("export merge: --dtype must be auto, float32 or bfloat16, got '", dt, "'"));
-  model::Transformer m = model::Transformer::load(base);
+  model::Transformer m = model::Transformer::load(base, model::HeadKind::kLm, model::lossless_storage(base));
   model::load_adapter(m, adapter);
   const model::LoraConfig lc = m.lora_config();
   const model::Transformer merged = model::merged_copy(m);

@@ -101,7 +101,9 @@ int cmd_serve(const Argv& argv) {
   StopSignals signals("");
   std::signal(SIGPIPE, SIG_IGN);
 
-  auto model = std::make_shared<model::Transformer>(model::Transformer::load(dir));
+  // A bf16 checkpoint's layer weights stay bf16: the engine computes from its packed copy.
+  auto model = std::make_shared<model::Transformer>(
+      model::Transformer::load(dir, model::HeadKind::kLm, model::lossless_storage(dir)));
   if (a.has("adapter")) {  // a PEFT LoRA adapter, merged into the served weights once
     model::load_adapter(*model, a.str("adapter"));
     model = std::make_shared<model::Transformer>(model::merged_copy(*model));

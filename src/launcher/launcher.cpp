@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
+#include "core/memory.h"
 #include "core/parallel.h"
 #include "core/timer.h"
 #include "dist/comm.h"
@@ -160,6 +161,15 @@ std::shared_ptr<explorer::RolloutModel> inference_model(const config::InferenceM
   rm->engine = std::make_shared<engine::Engine>(std::move(weights), version, tk, eo);
   return rm;
 }
+
+}  // namespace
+
+std::shared_ptr<const model::Transformer> rollout_weights(const std::string& dir) {
+  return std::make_shared<const model::Transformer>(
+      model::Transformer::load(dir, model::HeadKind::kLm, model::lossless_storage(dir)));
+}
+
+namespace {
 
 std::shared_ptr<const explorer::RolloutModel> rollout_model(const config::Config& c,
                                                              std::shared_ptr<const model::Transformer> weights,
@@ -333,7 +343,13 @@ tensor::DType hf_export_dtype(const config::Config& c) {
 
 TrainerSide make_trainer(const config::Config& c, int64_t total_steps) {
   TrainerSide t;
-  model::Transformer actor = model::Transformer::load(c.model.model_path);
+  // A LoRA base is frozen: a bf16 checkpoint stays bf16 in memory (half of fp32, same results).
+  const std::string& mp = c.model.model_path;
+  model::Transformer actor = model::Transformer::load(
+      mp, model::HeadKind::kLm, c.model.lora ? model::lossless_storage(mp) : model::WeightStorage::kF32);
+  if (actor.weight_storage() == model::WeightStorage::kBF16)
+    log::info("trainer: the frozen base's layer weights held in bf16 as stored (",
+              format_bytes(static_cast<double>(actor.num_held()) * 2), "; fp32 compute, one layer widened at a time)");
   configure_actor(actor, c);
   t.tr = std::make_unique<trainer::PolicyTrainer>(std::move(actor), c.algorithm, trainer_options(c, total_steps));
   if (c.continue_from_checkpoint) {
@@ -402,11 +418,10 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   } else if (with_explorer) {
     const int64_t v = sync->latest_version();
     if (c.continue_from_checkpoint && v > 0) {
-      w0 = std::make_shared<const model::Transformer>(
-          model::Transformer::load(model::exact_weights_dir(file::join(c.job_dir(), strcat("global_step_", v)))));
+      w0 = rollout_weights(model::exact_weights_dir(file::join(c.job_dir(), strcat("global_step_", v))));
       v0 = v;
     } else {
-      w0 = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
+      w0 = rollout_weights(c.model.model_path);
     }
   }
   std::unique_ptr<algo::Algorithm> ealg;
@@ -555,8 +570,7 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   if (external) {
     opts.rollout_client = external_clients(c, &s.external_model);
   } else {
-    auto base = std::make_shared<const model::Transformer>(model::Transformer::load(c.model.model_path));
-    rm = rollout_model(c, base, 0);
+    rm = rollout_model(c, rollout_weights(c.model.model_path), 0);
   }
   explorer::Explorer ex(opts, rm, nullptr, eval_sets(c), nullptr, nullptr, &mon, nullptr, stop);
   ex.set_auxiliary_models(auxiliary_models(c));
@@ -586,7 +600,7 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   }
   for (const auto& [step, dir] : ckpts) {
     if (s.stopped || (stop && stop->load())) break;
-    rm->set_weights(std::make_shared<const model::Transformer>(model::Transformer::load(dir)), step);
+    rm->set_weights(rollout_weights(dir), step);
     if (!bench(step, strcat("bench step ", step))) s.stopped = true;
   }
   if (stop && stop->load()) s.stopped = true;

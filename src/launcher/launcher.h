@@ -59,6 +59,9 @@ config::Config resolve_hub_models(const config::Config& cfg);
 std::shared_ptr<const explorer::RolloutModel> make_rollout_model(const config::Config& cfg,
                                                                  std::shared_ptr<const model::Transformer> weights,
                                                                  int64_t version);
+// Rollout / serving weights from an HF directory: a bf16 checkpoint's layer weights stay bf16 in
+// memory (the engine computes from its packed copy; model::lossless_storage).
+std::shared_ptr<const model::Transformer> rollout_weights(const std::string& dir);
 // explorer.auxiliary_models (judges, teachers) as the explorer loads them (`trinity debug workflow`).
 std::vector<std::shared_ptr<const explorer::RolloutModel>> make_auxiliary_models(const config::Config& cfg);
 

@@ -172,7 +172,7 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
   const std::string dir = version > 0
                               ? model::exact_weights_dir(file::join(c.job_dir(), strcat("global_step_", version)))
                               : c.model.model_path;
-  auto rm = make_rollout_model(c, std::make_shared<const model::Transformer>(model::Transformer::load(dir)), version);
+  auto rm = make_rollout_model(c, rollout_weights(dir), version);
   file::make_dirs(file::join(c.job_dir(), "buffer"));
   // The call history lives beside the buffer: in its PostgreSQL database when it has one (serve
   // processes on several machines then share it), else in <job>/buffer/proxy_history.db.
@@ -232,7 +232,7 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
     if (v > version) {
       try {
         const std::string d = model::exact_weights_dir(file::join(c.job_dir(), strcat("global_step_", v)));
-        rm->set_weights(std::make_shared<const model::Transformer>(model::Transformer::load(d)), v);
+        rm->set_weights(rollout_weights(d), v);
         version = v;
         log::info("serve: now serving weights version ", v, " (", d, ")");
       } catch (const std::exception& e) {

@@ -28,20 +28,30 @@ std::shared_ptr<const InferWeights> pack_infer_weights(const Transformer& m, ten
       if (specs[k].name == name) return tensors[k];
     throw ValueError("model", strcat("pack_infer_weights: no parameter ", name));
   };
+  // fp32 values of a weight: a view, or a widened copy of a bf16-held one (kept in `widened` until
+  // its pack is built).
+  auto f32 = [&](const tensor::Tensor& t, std::vector<tensor::Tensor>& widened) -> const float* {
+    if (t.dtype() == tensor::DType::kF32) return static_cast<const float*>(t.data());
+    widened.push_back(t.to_f32());
+    return widened.back().f32();
+  };
   auto pack = [&](const std::string& name) {
     const auto& t = get(name);
     TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
-    return tensor::PackedLinear(static_cast<const float*>(t.data()), t.shape()[0], t.shape()[1], dtype);
+    std::vector<tensor::Tensor> widened;
+    return tensor::PackedLinear(f32(t, widened), t.shape()[0], t.shape()[1], dtype);
   };
   auto stack = [&](const std::vector<std::string>& names) {
     std::vector<tensor::PackedLinear::Part> parts;
+    std::vector<tensor::Tensor> widened;
+    widened.reserve(names.size());  // pointers into it stay valid
     int64_t ic = -1;
     for (const auto& name : names) {
       const auto& t = get(name);
       TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
       TRINITY_ASSERT(ic < 0 || t.shape()[1] == ic, "fused weights need one input size: ", name);
       ic = t.shape()[1];
-      parts.push_back({static_cast<const float*>(t.data()), t.shape()[0]});
+      parts.push_back({f32(t, widened), t.shape()[0]});
     }
     return tensor::PackedLinear(parts, ic, dtype);
   };

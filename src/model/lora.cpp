@@ -299,8 +299,8 @@ int64_t Transformer::num_trainable() const {
 }
 
 Transformer merged_copy(const Transformer& m) {
-  Transformer c(m.config(), m.head());
-  std::memcpy(c.params(), m.params(), sizeof(float) * static_cast<size_t>(m.num_params()));
+  Transformer c(m.config(), m.head());  // fp32: bf16-held weights widen exactly
+  c.copy_weights_from(m);
   if (!m.has_lora()) return c;
   const LoraConfig& lc = m.lora_config();
   const auto on = lc.targets();

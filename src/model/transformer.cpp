@@ -15,6 +15,7 @@
 #include "core/memory.h"
 #include "core/parallel.h"
 #include "core/rng.h"
+#include "model/checkpoint_dtype.h"
 #include "model/safetensors.h"
 #include "model/transformer_impl.h"
 #include "tensor/attention.h"
@@ -119,22 +120,65 @@ bool zero_value_head(HeadKind head, const ParamSpec& s, const WeightSource& src)
   return head == HeadKind::kValue && s.name.rfind("score.", 0) == 0 && !src.contains(s.name);
 }
 
+// The decoder layers' seven linear weights: what WeightStorage::kBF16 holds in bf16.
+bool is_layer_linear(const std::string& name) {
+  static const char* const kEnds[] = {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
+                                      "self_attn.o_proj.weight", "mlp.gate_proj.weight",    "mlp.up_proj.weight",
+                                      "mlp.down_proj.weight"};
+  if (name.rfind("model.layers.", 0) != 0) return false;
+  for (const char* e : kEnds) {
+    const size_t n = std::strlen(e);
+    if (name.size() > n && name.compare(name.size() - n, n, e) == 0) return true;
+  }
+  return false;
+}
+
+// Converts n values between fp32 and bf16 storage in parallel blocks (bf16 -> fp32 is exact; fp32 ->
+// bf16 rounds to nearest even).
+void widen_bf16(float* dst, const uint16_t* src, int64_t n) {
+  const int64_t blk = 1 << 16;
+  parallel_for((n + blk - 1) / blk, [&](int64_t b) {
+    const int64_t e = std::min(n, (b + 1) * blk);
+    convert_to_f32(dst + b * blk, src + b * blk, DType::kBF16, e - b * blk);
+  });
+}
+void round_bf16(uint16_t* dst, const float* src, int64_t n) {
+  const int64_t blk = 1 << 16;
+  parallel_for((n + blk - 1) / blk, [&](int64_t b) {
+    const int64_t e = std::min(n, (b + 1) * blk);
+    for (int64_t i = b * blk; i < e; ++i) dst[i] = f32_to_bf16(src[i]);
+  });
+}
+
+int64_t numel_of(const ParamSpec& s) {
+  int64_t n = 1;
+  for (int64_t d : s.shape) n *= d;
+  return n;
+}
+
 }  // namespace
 
-Transformer::Transformer(const ModelConfig& cfg, HeadKind head)
-    : cfg_(cfg), head_(head), impl_(std::make_unique<Impl>()) {
+Transformer::Transformer(const ModelConfig& cfg, HeadKind head, WeightStorage storage)
+    : cfg_(cfg), head_(head), storage_(storage), impl_(std::make_unique<Impl>()) {
   cfg_.validate();
   specs_ = head_param_specs(cfg_, head_);
   for (const auto& s : specs_) {
-    offsets_.push_back(n_params_);
     int64_t n = 1;
     for (int64_t d : s.shape)
       if (__builtin_mul_overflow(n, d, &n) || n > (int64_t{1} << 56))
         throw ValueError("model", strcat("parameter ", s.name, " is far too large (shape from config.json)"));
-    n_params_ += (n + 15) / 16 * 16;  // 64-byte aligned starts
+    const bool held = storage_ == WeightStorage::kBF16 && is_layer_linear(s.name);
+    held_spec_.push_back(held ? 1 : 0);
+    int64_t& total = held ? n_held_ : n_params_;
+    offsets_.push_back(total);
+    total += held ? (n + 31) / 32 * 32 : (n + 15) / 16 * 16;  // 64-byte aligned starts
   }
   params_ = aligned_floats(n_params_, "model weights");
   zero(params_, n_params_);
+  if (n_held_ > 0) {
+    held_ = reinterpret_cast<uint16_t*>(aligned_floats(n_held_ / 2, "bf16 layer weights"));
+    zero(reinterpret_cast<float*>(held_), n_held_ / 2);
+  }
   bind(params_, false);
   TRINITY_ASSERT(impl_->wte && impl_->lnf, "param_specs is missing embeddings or final norm");
 }
@@ -145,13 +189,30 @@ void Transformer::bind(float* base, bool is_grad) {
   const int64_t L = cfg_.num_hidden_layers;
   auto& layers = is_grad ? im.lg : im.lp;
   layers.resize(static_cast<size_t>(L));
-  auto find = [&](const std::string& full) -> float* {
+  auto index = [&](const std::string& full) -> size_t {
     for (size_t k = 0; k < specs_.size(); ++k)
-      if (specs_[k].name == full) return base + offsets_[k];
-    return nullptr;
+      if (specs_[k].name == full) return k;
+    return specs_.size();
   };
+  auto find = [&](const std::string& full) -> float* {
+    const size_t k = index(full);
+    return k == specs_.size() || held_spec_[k] ? nullptr : base + offsets_[k];
+  };
+  if (storage_ == WeightStorage::kBF16 && !is_grad) im.held.resize(static_cast<size_t>(L));
   for (int64_t i = 0; i < L; ++i) {
-    auto get = [&](const char* n) { return find("model.layers." + std::to_string(i) + "." + n); };
+    const std::string pre = "model.layers." + std::to_string(i) + ".";
+    auto get = [&](const char* n) { return find(pre + n); };
+    if (storage_ == WeightStorage::kBF16 && !is_grad) {
+      auto hget = [&](const char* n) -> const uint16_t* {
+        const size_t k = index(pre + n);
+        TRINITY_ASSERT(k < specs_.size() && held_spec_[k], "no bf16-held weight ", pre, n);
+        return held_ + offsets_[k];
+      };
+      im.held[static_cast<size_t>(i)] = {hget("self_attn.q_proj.weight"), hget("self_attn.k_proj.weight"),
+                                         hget("self_attn.v_proj.weight"), hget("self_attn.o_proj.weight"),
+                                         hget("mlp.gate_proj.weight"),    hget("mlp.up_proj.weight"),
+                                         hget("mlp.down_proj.weight")};
+    }
     LayerParams& l = layers[static_cast<size_t>(i)];
     l = {get("input_layernorm.weight"),          get("self_attn.q_proj.weight"),
          get("self_attn.q_proj.bias"),           get("self_attn.k_proj.weight"),
@@ -161,7 +222,8 @@ void Transformer::bind(float* base, bool is_grad) {
          get("self_attn.k_norm.weight"),         get("post_attention_layernorm.weight"),
          get("mlp.gate_proj.weight"),            get("mlp.up_proj.weight"),
          get("mlp.down_proj.weight")};
-    TRINITY_ASSERT(l.ln1 && l.wq && l.wk && l.wv && l.wo && l.ln2 && l.wg && l.wu && l.wd,
+    const bool held = storage_ == WeightStorage::kBF16;  // the linear weights are in im.held
+    TRINITY_ASSERT(l.ln1 && l.ln2 && (held || (l.wq && l.wk && l.wv && l.wo && l.wg && l.wu && l.wd)),
                    "param_specs is missing a layer weight");
   }
   float* wte = find("model.embed_tokens.weight");
@@ -180,6 +242,10 @@ void Transformer::ensure_grads() {
     return;
   }
   if (grads_) return;
+  if (storage_ == WeightStorage::kBF16)
+    throw UnsupportedError("model",
+                           "the decoder's linear weights are held in bf16 and frozen: only LoRA adapters "
+                           "train on such a model (add model.lora_configs, or hold the weights in fp32)");
   grads_ = aligned_floats(n_params_, "gradients");
   zero(grads_, n_params_);
   bind(grads_, true);
@@ -188,40 +254,52 @@ void Transformer::ensure_grads() {
 Transformer::~Transformer() {
   std::free(params_);
   std::free(grads_);
+  std::free(held_);
 }
 
 Transformer::Transformer(Transformer&& o) noexcept
     : cfg_(std::move(o.cfg_)),
       head_(o.head_),
+      storage_(o.storage_),
       specs_(std::move(o.specs_)),
       offsets_(std::move(o.offsets_)),
+      held_spec_(std::move(o.held_spec_)),
       n_params_(o.n_params_),
+      n_held_(o.n_held_),
       params_(o.params_),
       grads_(o.grads_),
+      held_(o.held_),
       impl_(std::move(o.impl_)) {
   o.params_ = o.grads_ = nullptr;
+  o.held_ = nullptr;
 }
 
 Transformer& Transformer::operator=(Transformer&& o) noexcept {
   if (this != &o) {
     std::free(params_);
     std::free(grads_);
+    std::free(held_);
     cfg_ = std::move(o.cfg_);
     head_ = o.head_;
+    storage_ = o.storage_;
     specs_ = std::move(o.specs_);
     offsets_ = std::move(o.offsets_);
+    held_spec_ = std::move(o.held_spec_);
     n_params_ = o.n_params_;
+    n_held_ = o.n_held_;
     params_ = o.params_;
     grads_ = o.grads_;
+    held_ = o.held_;
     impl_ = std::move(o.impl_);
     o.params_ = o.grads_ = nullptr;
+    o.held_ = nullptr;
   }
   return *this;
 }
 
 float* Transformer::param(const std::string& name) {
   for (size_t k = 0; k < specs_.size(); ++k)
-    if (specs_[k].name == name) return params_ + offsets_[k];
+    if (specs_[k].name == name) return held_spec_[k] ? nullptr : params_ + offsets_[k];
   return nullptr;
 }
 
@@ -235,8 +313,29 @@ float* Transformer::grad(const std::string& name) {
 std::vector<Tensor> Transformer::param_tensors() const {
   std::vector<Tensor> out;
   for (size_t k = 0; k < specs_.size(); ++k)
-    out.push_back(Tensor::view(DType::kF32, specs_[k].shape, params_ + offsets_[k], nullptr));
+    out.push_back(held_spec_[k] ? Tensor::view(DType::kBF16, specs_[k].shape, held_ + offsets_[k], nullptr)
+                                : Tensor::view(DType::kF32, specs_[k].shape, params_ + offsets_[k], nullptr));
   return out;
+}
+
+void Transformer::copy_weights_from(const Transformer& src) {
+  bool same = specs_.size() == src.specs_.size();
+  for (size_t k = 0; same && k < specs_.size(); ++k)
+    same = specs_[k].name == src.specs_[k].name && specs_[k].shape == src.specs_[k].shape;
+  if (!same) throw ValueError("model", "copy_weights_from: the two models have different parameters (config or head)");
+  impl_->widened_layer = -1;
+  for (size_t k = 0; k < specs_.size(); ++k) {
+    const int64_t n = numel_of(specs_[k]);
+    const bool dh = held_spec_[k] != 0, sh = src.held_spec_[k] != 0;
+    if (!dh && !sh)
+      std::memcpy(params_ + offsets_[k], src.params_ + src.offsets_[k], sizeof(float) * static_cast<size_t>(n));
+    else if (dh && sh)
+      std::memcpy(held_ + offsets_[k], src.held_ + src.offsets_[k], sizeof(uint16_t) * static_cast<size_t>(n));
+    else if (!dh)
+      widen_bf16(params_ + offsets_[k], src.held_ + src.offsets_[k], n);
+    else
+      round_bf16(held_ + offsets_[k], src.params_ + src.offsets_[k], n);
+  }
 }
 
 std::vector<Tensor> Transformer::grad_tensors() const {
@@ -264,19 +363,23 @@ bool Transformer::gradient_checkpointing() const {
 
 void Transformer::init_random(uint64_t seed, float std) {
   Rng rng(seed);
+  impl_->widened_layer = -1;
   for (size_t k = 0; k < specs_.size(); ++k) {
     const auto& s = specs_[k];
-    float* p = params_ + offsets_[k];
-    int64_t n = 1;
-    for (int64_t d : s.shape) n *= d;
+    const int64_t n = numel_of(s);
     const bool is_norm = s.name.find("norm") != std::string::npos;
     const bool is_bias = s.name.size() > 5 && s.name.compare(s.name.size() - 5, 5, ".bias") == 0;
+    if (held_spec_[k]) {
+      for (int64_t i = 0; i < n; ++i) held_[offsets_[k] + i] = f32_to_bf16(static_cast<float>(rng.normal()) * std);
+      continue;
+    }
+    float* p = params_ + offsets_[k];
     for (int64_t i = 0; i < n; ++i)
       p[i] = is_norm ? 1.0f : is_bias ? 0.0f : static_cast<float>(rng.normal()) * std;
   }
 }
 
-Transformer Transformer::load(const std::string& dir, HeadKind head) {
+Transformer Transformer::load(const std::string& dir, HeadKind head, WeightStorage storage) {
   const ModelConfig cfg = load_config(dir);  // validated: bounded dimensions
   WeightSource src = WeightSource::open_dir(dir);
   // Every tensor config.json implies must be in the checkpoint with its shape before the weights are
@@ -284,14 +387,25 @@ Transformer Transformer::load(const std::string& dir, HeadKind head) {
   // checkpoint) is one error naming the tensor, not an allocation of its imagined size first.
   for (const ParamSpec& s : head_param_specs(cfg, head))
     if (!zero_value_head(head, s, src)) src.check_shape(s.name, s.shape);
-  Transformer t(cfg, head);
+  Transformer t(cfg, head, storage);
   for (size_t k = 0; k < t.specs_.size(); ++k) {
     const auto& s = t.specs_[k];
-    if (zero_value_head(head, s, src)) continue;  // like a new nn.Linear at zero
+    if (zero_value_head(head, s, src)) continue;                       // like a new nn.Linear at zero
+    if (t.held_spec_[k] && src.get(s.name).dtype() == DType::kBF16) {  // kept as stored
+      std::memcpy(t.held_ + t.offsets_[k], src.get(s.name).data(), sizeof(uint16_t) * static_cast<size_t>(numel_of(s)));
+      continue;
+    }
     Tensor w = src.get_f32(s.name, s.shape);
-    std::memcpy(t.params_ + t.offsets_[k], w.f32(), w.nbytes());
+    if (t.held_spec_[k])
+      round_bf16(t.held_ + t.offsets_[k], w.f32(), w.numel());
+    else
+      std::memcpy(t.params_ + t.offsets_[k], w.f32(), w.nbytes());
   }
   return t;
+}
+
+WeightStorage lossless_storage(const std::string& model_dir) {
+  return stored_dtype(model_dir) == DType::kBF16 ? WeightStorage::kBF16 : WeightStorage::kF32;
 }
 
 void Transformer::save(const std::string& dir, const SaveOptions& opts) const {
@@ -302,8 +416,9 @@ void Transformer::save(const std::string& dir, const SaveOptions& opts) const {
 }
 
 size_t Transformer::activation_bytes() const {
-  return (impl_->arena.size() + impl_->scratch.size() + impl_->hm.size() +
-          impl_->kept_logits.size()) * sizeof(float);
+  return (impl_->arena.size() + impl_->scratch.size() + impl_->hm.size() + impl_->kept_logits.size() +
+          impl_->widened.size()) *
+         sizeof(float);
 }
 
 void Transformer::set_logits_cache_bytes(int64_t bytes) { impl_->logits_cache_bytes = bytes; }
@@ -399,6 +514,30 @@ void Transformer::Impl::prepare(const ModelConfig& cfg, const Batch& b) {
   if (lora) lora->prepare(n, ckpt ? 1 : L);
 }
 
+const LayerParams& Transformer::Impl::layer(const ModelConfig& cfg, size_t l) {
+  if (held.empty()) return lp[l];
+  if (widened_layer == static_cast<int64_t>(l)) return wl;
+  const int64_t c = cfg.hidden_size, q = cfg.num_attention_heads * cfg.head_dim,
+                kv = cfg.num_key_value_heads * cfg.head_dim, I = cfg.intermediate_size;
+  const HeldLayer& h = held[l];
+  const uint16_t* src[7] = {h.wq, h.wk, h.wv, h.wo, h.wg, h.wu, h.wd};
+  const int64_t n[7] = {q * c, kv * c, kv * c, c * q, I * c, I * c, c * I};
+  int64_t total = 0;
+  for (int64_t m : n) total += (m + 15) / 16 * 16;
+  if (static_cast<int64_t>(widened.size()) < total) widened.resize(static_cast<size_t>(total));
+  float* dst[7];
+  int64_t off = 0;
+  for (int i = 0; i < 7; ++i) {
+    dst[i] = widened.data() + off;
+    widen_bf16(dst[i], src[i], n[i]);
+    off += (n[i] + 15) / 16 * 16;
+  }
+  wl = lp[l];
+  wl.wq = dst[0], wl.wk = dst[1], wl.wv = dst[2], wl.wo = dst[3], wl.wg = dst[4], wl.wu = dst[5], wl.wd = dst[6];
+  widened_layer = static_cast<int64_t>(l);
+  return wl;
+}
+
 // One decoder layer from acts[l].x to the next layer's input (or xf); adapters after their linears.
 void Transformer::Impl::layer_forward(const ModelConfig& cfg, size_t l) {
   const int64_t n = batch.rows(), c = cfg.hidden_size, hs = cfg.head_dim,
@@ -409,7 +548,7 @@ void Transformer::Impl::layer_forward(const ModelConfig& cfg, size_t l) {
   LoraState* lo = lora.get();
   {
     LayerActs& a = acts[l];
-    const LayerParams& w = lp[l];
+    const LayerParams& w = layer(cfg, l);
     rmsnorm_forward(a.ln1, a.rstd1, a.x, w.ln1, n, c, eps);
     float* qd = cfg.qk_norm ? a.qlin : a.q;
     float* kd = cfg.qk_norm ? a.klin : a.k;
@@ -471,7 +610,7 @@ void Transformer::Impl::body_backward(const ModelConfig& cfg) {
   for (size_t li = acts.size(); li-- > 0;) {
     if (checkpointing) layer_forward(cfg, li);  // its activations, from the kept input
     LayerActs& a = acts[li];
-    const LayerParams& w = lp[li];
+    const LayerParams& w = layer(cfg, li);
     const LayerParams& g = lg[li];  // all null when the base is frozen (LoRA)
     // MLP: x_out = xmid + hmlp Wd^T
     zero(dh, n * I);

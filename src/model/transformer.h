@@ -2,7 +2,9 @@
 // packed batch of variable-length sequences (no padding: N rows = sum of lengths), with one of
 // two heads: the RL head (per-row logprob of a target token + entropy) or a value head (critic).
 // Parameters and gradients live in two flat fp32 buffers laid out by param_specs(cfg), so the
-// optimizer, clipping and zeroing are single passes; gradients are allocated on first use. Weights stored as bf16/f16 are upcast on load.
+// optimizer, clipping and zeroing are single passes; gradients are allocated on first use. Weights
+// stored as bf16/f16 are upcast on load, unless the model holds its decoder layers' linear weights in
+// bf16 (WeightStorage::kBF16, a frozen base under LoRA): those are widened one layer at a time.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +38,13 @@ struct Batch {
 
 enum class HeadKind { kLm, kValue };
 
+// How the seven linear weights of every decoder layer (q/k/v/o_proj, gate/up/down_proj) are held.
+// kBF16: in bf16 (a bf16 checkpoint's own values; an fp32 one is rounded on load), widened to fp32
+// one layer at a time for the fp32 compute, so results equal an fp32 model holding the same values.
+// They are frozen: such a model trains only LoRA adapters (no base gradients). Embeddings, norms,
+// biases and the heads stay fp32 in params().
+enum class WeightStorage { kF32, kBF16 };
+
 // Inference: one sequence's new tokens in a step are rows [row_begin, row_end) of the step, at
 // positions kv->len, kv->len + 1, ... (the caller reserved cache room for them and advances kv->len
 // afterwards).
@@ -54,13 +63,15 @@ struct InferScratch {
 
 class Transformer {
  public:
-  explicit Transformer(const ModelConfig& cfg, HeadKind head = HeadKind::kLm);
+  explicit Transformer(const ModelConfig& cfg, HeadKind head = HeadKind::kLm,
+                       WeightStorage storage = WeightStorage::kF32);
   ~Transformer();
   Transformer(Transformer&&) noexcept;
   Transformer& operator=(Transformer&&) noexcept;
 
   // Loads config.json + safetensors from an HF directory (missing tensor / wrong shape: IoError).
-  static Transformer load(const std::string& dir, HeadKind head = HeadKind::kLm);
+  static Transformer load(const std::string& dir, HeadKind head = HeadKind::kLm,
+                          WeightStorage storage = WeightStorage::kF32);
   // HF-style init: normal(0, std) for linear and embedding weights, zero biases, unit norms.
   void init_random(uint64_t seed, float std = 0.02f);
   // Writes an HF checkpoint directory (see save_checkpoint).
@@ -69,17 +80,26 @@ class Transformer {
   const ModelConfig& config() const { return cfg_; }
   HeadKind head() const { return head_; }
   const std::vector<ParamSpec>& param_specs() const { return specs_; }
+  // The fp32 parameters (every one, unless some are held in bf16: then the others).
   int64_t num_params() const { return n_params_; }
   float* params() { return params_; }
   const float* params() const { return params_; }
+  WeightStorage weight_storage() const { return storage_; }
+  // The bf16-held layer weights (WeightStorage::kBF16; empty otherwise).
+  int64_t num_held() const { return n_held_; }
+  uint16_t* held() { return held_; }
+  const uint16_t* held() const { return held_; }
+  // Copies every weight of `src` (same config and head; any storage: bf16 values widen exactly,
+  // fp32 values round to nearest even into bf16-held slots).
+  void copy_weights_from(const Transformer& src);
   float* grads() {
     ensure_grads();
     return grads_;
   }
   const float* grads() const { return grads_; }  // null until the first zero_grad()/backward()
-  float* param(const std::string& name);  // nullptr if absent
+  float* param(const std::string& name);         // an fp32 parameter; nullptr if absent or held in bf16
   float* grad(const std::string& name);
-  // Views of every parameter (or gradient) under its HF name, for saving.
+  // Views of every parameter (or gradient) under its HF name, for saving: F32, or BF16 for held ones.
   std::vector<tensor::Tensor> param_tensors() const;
   std::vector<tensor::Tensor> grad_tensors() const;
   void zero_grad();
@@ -142,13 +162,21 @@ class Transformer {
   void ensure_grads();
   ModelConfig cfg_;
   HeadKind head_;
+  WeightStorage storage_ = WeightStorage::kF32;
   std::vector<ParamSpec> specs_;
-  std::vector<int64_t> offsets_;
-  int64_t n_params_ = 0;
+  std::vector<int64_t> offsets_;    // into params_/grads_, or into held_ where held_spec_[k]
+  std::vector<uint8_t> held_spec_;  // [specs] 1: held in bf16
+  int64_t n_params_ = 0, n_held_ = 0;
   float* params_ = nullptr;
   float* grads_ = nullptr;
+  uint16_t* held_ = nullptr;
   std::unique_ptr<Impl> impl_;
 };
+
+// kBF16 when the model directory stores its weights in bf16 (held as stored: nothing is lost and
+// every result equals an fp32 load), else kF32. For models whose layer weights are frozen or only
+// read through packed copies: LoRA bases and rollout / serving models.
+WeightStorage lossless_storage(const std::string& model_dir);
 
 // RoPE tables [P, HS/2] for positions 0..P-1 as HF computes them (fp32 inv_freq, llama3 scaling).
 void rope_tables(const ModelConfig& cfg, int64_t positions, std::vector<float>& cos_t,

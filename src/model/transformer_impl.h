@@ -37,9 +37,18 @@ struct LayerActs {
   float* hmlp;   // [N, I]
 };
 
+// A layer's bf16-held linear weights (WeightStorage::kBF16).
+struct HeldLayer {
+  const uint16_t *wq, *wk, *wv, *wo, *wg, *wu, *wd;
+};
+
 struct Transformer::Impl {
-  std::vector<LayerParams> lp;
+  std::vector<LayerParams> lp;  // held linear weights: null here, see layer()
   std::vector<LayerParams> lg;  // gradients, same layout
+  std::vector<HeldLayer> held;  // [L] with WeightStorage::kBF16, else empty
+  std::vector<float> widened;   // one layer's held weights in fp32
+  LayerParams wl{};             // lp[widened_layer] with its linear weights in `widened`
+  int64_t widened_layer = -1;
   float *wte = nullptr, *lnf = nullptr, *whead = nullptr, *vw = nullptr, *vb = nullptr;
   float *dwte = nullptr, *dlnf = nullptr, *dwhead = nullptr, *dvw = nullptr, *dvb = nullptr;
 
@@ -73,6 +82,9 @@ struct Transformer::Impl {
   bool checkpointing = false;
   bool arena_checkpointed = false;  // the arena's current layout
 
+  // Layer l's parameters for compute: lp[l], or with held weights widened into `widened` (the last
+  // widened layer is reused: the backward after a checkpointed recompute widens nothing).
+  const LayerParams& layer(const ModelConfig& cfg, size_t l);
   void prepare(const ModelConfig& cfg, const Batch& b);
   void layer_forward(const ModelConfig& cfg, size_t l);
   void body_forward(const ModelConfig& cfg);

@@ -29,6 +29,10 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
   const auto& im = *impl_;
   if (im.lora && im.lora->enabled)
     throw UnsupportedError("model", "inference on a model with unmerged LoRA adapters: serve model::merged_copy(m)");
+  if (storage_ == WeightStorage::kBF16 && !pw)
+    throw UnsupportedError("model",
+                           "inference on bf16-held layer weights reads packed copies: pass "
+                           "pack_infer_weights(m) (the engine does)");
   const int64_t r = static_cast<int64_t>(tokens.size());
   const int64_t c = cfg_.hidden_size, hs = cfg_.head_dim, nh = cfg_.num_attention_heads,
                 nkv = cfg_.num_key_value_heads, I = cfg_.intermediate_size, V = cfg_.vocab_size;

@@ -16,8 +16,8 @@
 namespace trinity::trainer {
 
 model::Transformer clone(const model::Transformer& m) {
-  model::Transformer c(m.config(), m.head());
-  std::memcpy(c.params(), m.params(), sizeof(float) * static_cast<size_t>(m.num_params()));
+  model::Transformer c(m.config(), m.head(), m.weight_storage());
+  c.copy_weights_from(m);
   return c;
 }
 
@@ -37,7 +37,8 @@ model::Transformer make_critic(const model::Transformer& actor, float head_std, 
     }
     const auto it = std::find_if(specs.begin(), specs.end(), [&](const model::ParamSpec& p) { return p.name == s.name; });
     TRINITY_ASSERT(it != specs.end(), "critic parameter ", s.name, " missing from the actor");
-    std::memcpy(dst, views[static_cast<size_t>(it - specs.begin())].f32(), sizeof(float) * static_cast<size_t>(n));
+    const auto& v = views[static_cast<size_t>(it - specs.begin())];  // F32, or BF16 when held
+    tensor::convert_to_f32(dst, v.data(), v.dtype(), n);
   }
   return c;
 }

@@ -161,3 +161,66 @@ TEST(LoraRun, Bf16RolloutsWithTruncatedImportanceSampling) {
   EXPECT_GT(kl[1], 10 * kl[0] + 1e-6) << "bf16 weights change the rollout logprobs";
   EXPECT_GT(ratio_max[1], ratio_max[0]);
 }
+
+namespace {
+
+// A PEFT adapter on q_proj of the shared tiny model (hidden 32, 1 layer) with B = 0: merging it
+// changes nothing, so `export merge` with it converts a model's dtype exactly.
+std::string zero_adapter(const std::string& dir) {
+  fs::create_directories(dir);
+  write_text(dir + "/adapter_config.json",
+             R"({"peft_type": "LORA", "r": 1, "lora_alpha": 1, "target_modules": ["q_proj"], "lora_dropout": 0.0})");
+  const std::string pre = "base_model.model.model.layers.0.self_attn.q_proj.";
+  const json h = {{pre + "lora_A.weight", {{"dtype", "F32"}, {"shape", {1, 32}}, {"data_offsets", {0, 128}}}},
+                  {pre + "lora_B.weight", {{"dtype", "F32"}, {"shape", {32, 1}}, {"data_offsets", {128, 256}}}}};
+  std::string header = h.dump();
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  bytes += header;
+  const float half = 0.5f;
+  for (int i = 0; i < 32; ++i) bytes.append(reinterpret_cast<const char*>(&half), 4);  // A
+  bytes.append(128, '\0');                                                             // B = 0
+  write_text(dir + "/adapter_model.safetensors", bytes);
+  return dir;
+}
+
+}  // namespace
+
+// A bf16 base model stays bf16 in the LoRA trainer's memory (and the rollout engine's): the run
+// trains exactly the adapters a run on the same values widened to fp32 trains, and its merged
+// huggingface/ export is bf16 like its base.
+TEST(LoraRun, Bf16BaseIsHeldAsStoredAndTrainsTheSameAdapters) {
+  const std::string root = shared_root();
+  const std::string zero = zero_adapter(root + "/zero_adapter");
+  const std::string bf16 = root + "/model_bf16", f32 = root + "/model_bf16_as_f32";
+  RunOut r = trinity::test::trinity(
+      {"export", "merge", "--base", root + "/model", "--adapter", zero, "--out", bf16, "--dtype", "bfloat16"},
+      root + "/to_bf16.log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  r = trinity::test::trinity({"export", "merge", "--base", bf16, "--adapter", zero, "--out", f32, "--dtype", "float32"},
+                             root + "/to_f32.log");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::string adapters[2], logs[2];
+  int i = 0;
+  for (const std::string& base : {bf16, f32}) {
+    const std::string name = i == 0 ? "lora_held" : "lora_widened";
+    fs::remove_all(job_dir(root, name));
+    std::string y = lora_yaml(name);
+    y.replace(y.find(root + "/model\n"), root.size() + 7, base + "\n");
+    r = trinity::test::trinity({"run", "--config", write_config(root, name, y), "--set", "buffer.total_steps=2",
+                                "--set", "trainer.save_interval=2"},
+                               root + "/" + name + ".log", 120);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    logs[i] = r.out;
+    const std::string step = job_dir(root, name) + "/global_step_2";
+    adapters[i] = slurp(step + "/actor/lora_adapter/adapter_model.safetensors");
+    const json cfg = json::parse(slurp(step + "/huggingface/config.json"));
+    EXPECT_EQ(cfg["torch_dtype"], i == 0 ? "bfloat16" : "float32") << "save_hf_dtype auto keeps the base's dtype";
+    ++i;
+  }
+  EXPECT_NE(logs[0].find("layer weights held in bf16"), std::string::npos) << logs[0];
+  EXPECT_EQ(logs[1].find("layer weights held in bf16"), std::string::npos) << logs[1];
+  ASSERT_FALSE(adapters[0].empty());
+  EXPECT_TRUE(adapters[0] == adapters[1]) << "bf16-held and fp32 bases of equal values train the same adapters";
+}

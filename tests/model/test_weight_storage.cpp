@@ -1,0 +1,179 @@
+// WeightStorage::kBF16 (decoder layers' linear weights held in bf16, widened one layer at a time)
+// against an fp32 model holding the same bf16-rounded values: logprobs, LoRA adapter gradients
+// (with and without activation checkpointing) and packed inference are bitwise equal; a bf16
+// checkpoint loads without widening and saves as bf16; copies and merges convert exactly; full
+// training of a held model is refused with a clear error.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/tiny_config.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "model/infer_weights.h"
+#include "model/lora.h"
+#include "model/safetensors.h"
+#include "model/transformer.h"
+#include "test_util.h"
+
+using namespace trinity;
+using namespace trinity::model;
+
+namespace {
+
+ModelConfig tiny(Arch arch) {
+  return test::tiny_config({.arch = arch, .head_dim = arch == Arch::kQwen3 ? 12 : 8, .tie = arch == Arch::kQwen3});
+}
+
+Batch batch_of(std::vector<int> lens, uint64_t seed) {
+  Rng r(seed);
+  std::vector<std::vector<int32_t>> seqs;
+  for (int n : lens) {
+    std::vector<int32_t> s;
+    for (int i = 0; i < n; ++i) s.push_back(static_cast<int32_t>(r.below(37)));
+    seqs.push_back(s);
+  }
+  return Batch::next_token(seqs);
+}
+
+// An fp32 model whose every weight is bf16-representable (so the held copy holds the same values),
+// and its held twin.
+struct Pair {
+  Transformer f32, held;
+};
+Pair pair(Arch arch) {
+  const ModelConfig cfg = tiny(arch);
+  Transformer f(cfg);
+  f.init_random(11, 0.2f);
+  Transformer h(cfg, HeadKind::kLm, WeightStorage::kBF16);
+  h.copy_weights_from(f);  // rounds the layer weights
+  f.copy_weights_from(h);  // and back: now both hold the same values
+  return {std::move(f), std::move(h)};
+}
+
+LoraConfig lora4() {
+  LoraConfig c;
+  c.rank = 4;
+  c.alpha = 8;
+  c.target_modules = {"all-linear"};
+  return c;
+}
+
+void randomise_adapters(Transformer& m) {
+  Rng r(5);
+  for (auto& t : m.lora_tensors())
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>(r.normal()) * 0.3f;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+}
+
+std::vector<float> flat(const std::vector<tensor::Tensor>& ts) {
+  std::vector<float> out;
+  for (const auto& t : ts) out.insert(out.end(), t.f32(), t.f32() + t.numel());
+  return out;
+}
+
+}  // namespace
+
+TEST(WeightStorage, HoldsOnlyTheLayerLinearsInBf16) {
+  Pair p = pair(Arch::kQwen2);
+  const auto& cfg = p.f32.config();
+  const int64_t per_layer = cfg.hidden_size * (cfg.num_attention_heads + 2 * cfg.num_key_value_heads) * cfg.head_dim +
+                            cfg.num_attention_heads * cfg.head_dim * cfg.hidden_size +
+                            3 * cfg.hidden_size * cfg.intermediate_size;
+  EXPECT_GE(p.held.num_held(), per_layer * cfg.num_hidden_layers);
+  EXPECT_LT(p.held.num_params(), p.f32.num_params() - per_layer * cfg.num_hidden_layers + 1);
+  EXPECT_EQ(p.held.param("model.layers.0.mlp.up_proj.weight"), nullptr);
+  EXPECT_NE(p.held.param("model.layers.0.input_layernorm.weight"), nullptr);
+  for (const auto& t : p.held.param_tensors())
+    EXPECT_EQ(t.dtype() == tensor::DType::kBF16, t.shape().size() == 2 && t.shape()[0] != cfg.vocab_size);
+}
+
+TEST(WeightStorage, LogprobsAndAdapterGradientsEqualFp32) {
+  for (Arch arch : {Arch::kQwen2, Arch::kQwen3, Arch::kLlama}) {
+    for (bool ckpt : {false, true}) {
+      Pair p = pair(arch);
+      const Batch b = batch_of({7, 4, 9}, 3);
+      std::vector<float> grads[2], lps[2];
+      int i = 0;
+      for (Transformer* m : {&p.f32, &p.held}) {
+        m->add_lora(lora4(), 7);
+        randomise_adapters(*m);
+        m->set_gradient_checkpointing(ckpt);
+        std::vector<float> ent;
+        m->forward(b, lps[i], ent);
+        m->zero_grad();
+        m->backward(std::vector<float>(lps[i].size(), 0.7f), std::vector<float>(ent.size(), 0.3f));
+        grads[i] = flat(m->lora_tensors(true));
+        ++i;
+      }
+      EXPECT_TRUE(same_bits(lps[0], lps[1])) << arch_name(arch) << " checkpointing " << ckpt;
+      EXPECT_TRUE(same_bits(grads[0], grads[1])) << arch_name(arch) << " checkpointing " << ckpt;
+      double norm = 0;
+      for (float g : grads[1]) norm += static_cast<double>(g) * g;
+      EXPECT_GT(norm, 0.0);
+    }
+  }
+}
+
+TEST(WeightStorage, FullTrainingIsRefused) {
+  Pair p = pair(Arch::kLlama);
+  EXPECT_THROW_MSG(p.held.zero_grad(), UnsupportedError, "held in bf16", "lora_configs");
+}
+
+TEST(WeightStorage, Bf16CheckpointLoadsAsStoredAndSavesAsBf16) {
+  model::testing::ScratchDir d;
+  Pair p = pair(Arch::kQwen3);
+  SaveOptions so;
+  so.dtype = tensor::DType::kBF16;
+  p.f32.save(d.file("bf16"), so);
+  Transformer h = Transformer::load(d.file("bf16"), HeadKind::kLm, WeightStorage::kBF16);
+  Transformer f = Transformer::load(d.file("bf16"));
+  // Saving the held model as bf16 writes its bf16 values as they are: byte-identical files.
+  h.save(d.file("again"), so);
+  EXPECT_EQ(model::testing::read_bytes(d.file("bf16/model.safetensors")),
+            model::testing::read_bytes(d.file("again/model.safetensors")));
+  // Widening (merged_copy of an adapter-free model) gives back the fp32 load exactly.
+  const Transformer w = merged_copy(h);
+  EXPECT_EQ(w.weight_storage(), WeightStorage::kF32);
+  EXPECT_EQ(std::memcmp(w.params(), f.params(), sizeof(float) * static_cast<size_t>(f.num_params())), 0);
+  // An fp32 checkpoint loaded held is rounded to nearest even, like torch_dtype=bfloat16.
+  p.f32.save(d.file("f32"));
+  Transformer r = Transformer::load(d.file("f32"), HeadKind::kLm, WeightStorage::kBF16);
+  EXPECT_EQ(std::memcmp(r.held(), h.held(), sizeof(uint16_t) * static_cast<size_t>(h.num_held())), 0);
+}
+
+TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
+  Pair p = pair(Arch::kQwen2);
+  for (Transformer* m : {&p.f32, &p.held}) {
+    m->add_lora(lora4(), 7);
+    randomise_adapters(*m);
+  }
+  const Transformer a = merged_copy(p.f32), b = merged_copy(p.held);
+  ASSERT_EQ(a.num_params(), b.num_params());
+  EXPECT_EQ(std::memcmp(a.params(), b.params(), sizeof(float) * static_cast<size_t>(a.num_params())), 0);
+  // The engine's packed copies of a held model equal those of the fp32 one.
+  Pair q = pair(Arch::kQwen2);
+  const auto pf = pack_infer_weights(q.f32, tensor::PackDType::kF32);
+  const auto ph = pack_infer_weights(q.held, tensor::PackDType::kF32);
+  const auto& cfg = q.f32.config();
+  std::vector<float> lf, lh;
+  for (auto [m, pw, out] : {std::tuple{&q.f32, pf.get(), &lf}, std::tuple{&q.held, ph.get(), &lh}}) {
+    KvCache cache(cfg, 8, 4);
+    InferScratch sc;
+    SeqKv kv;
+    ASSERT_TRUE(kv_reserve(cache, kv, 5));
+    m->forward_infer({3, 1, 4, 1, 5}, {{&kv, 0, 5}}, cache, {0, 4}, *out, sc, pw);
+  }
+  EXPECT_TRUE(same_bits(lf, lh));
+  KvCache cache(cfg, 8, 4);
+  InferScratch sc;
+  SeqKv kv;
+  ASSERT_TRUE(kv_reserve(cache, kv, 1));
+  EXPECT_THROW_MSG(q.held.forward_infer({3}, {{&kv, 0, 1}}, cache, {0}, lh, sc, nullptr), UnsupportedError, "bf16-held",
+                   "pack_infer_weights");
+}
