@@ -127,6 +127,8 @@ trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_s
   o.rollout_correction.rollout_is = c.trainer.rollout_correction.rollout_is;
   o.rollout_correction.rollout_is_threshold = c.trainer.rollout_correction.rollout_is_threshold;
   o.cliprange_value = c.trainer.critic.cliprange_value;
+  // The reference copy of a full fine-tuning run keeps a bf16 checkpoint's values as bf16 (exact).
+  o.reference_storage = model::lossless_storage(c.model.model_path);
   if (dist::world().size() > 1) o.comm = &dist::world();
   return o;
 }

@@ -15,8 +15,8 @@
 
 namespace trinity::trainer {
 
-model::Transformer clone(const model::Transformer& m) {
-  model::Transformer c(m.config(), m.head(), m.weight_storage());
+model::Transformer clone(const model::Transformer& m, model::WeightStorage storage) {
+  model::Transformer c(m.config(), m.head(), storage);
   c.copy_weights_from(m);
   return c;
 }
@@ -73,7 +73,8 @@ PolicyTrainer::PolicyTrainer(model::Transformer actor, const algo::AlgorithmSpec
                                     " (it applies to the losses on the rollout ratio: ppo, gspo, cispo, sapo, "
                                     "topr, sppo, importance_sampling, m2po, rec)"));
   }
-  if (alg_->use_reference() && !actor_.has_lora()) ref_ = std::make_unique<model::Transformer>(clone(actor_));
+  if (alg_->use_reference() && !actor_.has_lora())
+    ref_ = std::make_unique<model::Transformer>(clone(actor_, opts_.reference_storage));
   if (alg_->use_critic()) {
     opts_.critic_schedule.validate();
     // The critic trains fully (Trinity's lora_configs are the actor's), from the merged weights.

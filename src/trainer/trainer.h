@@ -35,6 +35,9 @@ struct TrainerOptions {
   int64_t max_response_tokens = 0;  // > 0: the normaliser's max_len (Dr. GRPO's constant L)
   int64_t ppo_epochs = 1;         // optimizer steps per train step over the same batch
   uint64_t seed = 42;             // advantage rng: Rng(seed, step) per step (no state to checkpoint)
+  // How the frozen reference copy (full fine-tuning with a reference) holds its layer weights: kBF16
+  // only when the starting weights are bf16 values (a bf16 checkpoint), so the copy is exact.
+  model::WeightStorage reference_storage = model::WeightStorage::kF32;
   // Critic (only when the algorithm uses one).
   AdamWConfig critic_optim{1e-5, 0.9, 0.999, 1e-8, 0.01};
   LrSchedule critic_schedule;
@@ -97,7 +100,7 @@ class PolicyTrainer {
 
 // A value-head model with the actor's body weights and a fresh score head (zeros, or normal(0, std)).
 model::Transformer make_critic(const model::Transformer& actor, float head_std = 0.0f, uint64_t seed = 0);
-// Deep copy of a model's weights (same config and head).
-model::Transformer clone(const model::Transformer& m);
+// Deep copy of a model's weights (same config and head), its layer weights held as `storage`.
+model::Transformer clone(const model::Transformer& m, model::WeightStorage storage);
 
 }  // namespace trinity::trainer

@@ -20,7 +20,7 @@ namespace {
 std::vector<buffer::Experience> batch_with_shift(const model::Transformer& base, double shift) {
   Rng rng(3);
   std::vector<buffer::Experience> b;
-  model::Transformer m = clone(base);
+  model::Transformer m = clone(base, model::WeightStorage::kF32);
   for (int task = 0; task < 2; ++task)
     for (int run = 0; run < 4; ++run) {
       buffer::Experience e = test::make_exp(rng, 3, 4, 37, task, run, (run + task) % 2 ? 1.0 : 0.0);
