@@ -4,7 +4,9 @@
 // checkpointing. Prints one JSON line: peak RSS of the process (getrusage), seconds per step, the
 // reference / update split, trainable parameters. Driven by bench/lora/run.sh next to the PyTorch
 // baseline (torch_lora_step.py) on the same shape and batch.
-// Usage: bench_lora SHAPE lora|full CKPT(0|1) [batch] [seq] [steps] [rank] [micro_tokens]
+// Usage: bench_lora SHAPE lora|full CKPT(0|1) [batch] [seq] [steps] [rank] [micro_tokens] [f32|bf16]
+// (the last: how the frozen base's layer weights are held with LoRA; bf16 = a bf16 checkpoint's
+// WeightStorage::kBF16).
 #include <sys/resource.h>
 
 #include <cstdio>
@@ -32,20 +34,27 @@ double peak_rss_gib() {
 }
 
 // Weights for a timing / memory benchmark: U(-0.02, 0.02) from a counter hash (init_random's normal
-// draws take minutes at 7B), norms at 1. The values do not change the work done.
+// draws take minutes at 7B), norms at 1; bf16-held weights get their rounded values. The values do
+// not change the work done.
 void fast_init(model::Transformer& m) {
-  for (const auto& s : m.param_specs()) {
-    float* p = m.param(s.name);
-    int64_t n = 1;
-    for (int64_t d : s.shape) n *= d;
-    const bool norm = s.name.find("norm") != std::string::npos;
+  const auto views = m.param_tensors();
+  for (size_t k = 0; k < views.size(); ++k) {
+    const auto& t = views[k];
+    const int64_t n = t.numel();
+    const bool norm = m.param_specs()[k].name.find("norm") != std::string::npos;
+    const bool bf16 = t.dtype() == tensor::DType::kBF16;
+    void* p = const_cast<void*>(t.data());  // a view of the model's own weights
     parallel_for((n + 65535) / 65536,
                  [&](int64_t b) {
                    const int64_t e = std::min(n, (b + 1) * 65536);
                    for (int64_t i = b * 65536; i < e; ++i) {
                      uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
                      x = (x ^ (x >> 31)) * 0xBF58476D1CE4E5B9ull;
-                     p[i] = norm ? 1.0f : (static_cast<float>(x >> 40) * 0x1.0p-24f - 0.5f) * 0.04f;
+                     const float v = norm ? 1.0f : (static_cast<float>(x >> 40) * 0x1.0p-24f - 0.5f) * 0.04f;
+                     if (bf16)
+                       static_cast<uint16_t*>(p)[i] = tensor::f32_to_bf16(v);
+                     else
+                       static_cast<float*>(p)[i] = v;
                    }
                  },
                  1);
@@ -66,13 +75,19 @@ int main(int argc, char** argv) {
   const int steps = argc > 6 ? std::atoi(argv[6]) : 1;
   const int64_t rank = argc > 7 ? std::atoll(argv[7]) : 16;
   const int64_t micro_tokens = argc > 8 ? std::atoll(argv[8]) : 1024;
+  const bool bf16_base = argc > 9 && std::strcmp(argv[9], "bf16") == 0;
+  if (bf16_base && !lora) {
+    std::fprintf(stderr, "a bf16-held base is frozen: use it with lora\n");
+    return 2;
+  }
   if (!s) {
     std::fprintf(stderr, "unknown shape %s\n", argv[1]);
     return 2;
   }
   tensor::blas_set_threads(num_threads());
   Timer setup;
-  model::Transformer m(bench::shape_config(*s));
+  model::Transformer m(bench::shape_config(*s), model::HeadKind::kLm,
+                       bf16_base ? model::WeightStorage::kBF16 : model::WeightStorage::kF32);
   fast_init(m);
   if (lora) {
     model::LoraConfig lc;
@@ -109,12 +124,12 @@ int main(int argc, char** argv) {
     upd_s += met.at("time/update_actor");
     total += met.at("time/train_step");
   }
-  std::printf(R"({"impl": "trinity", "shape": "%s", "mode": "%s", "checkpointing": %s, "threads": %d, )"
+  std::printf(R"({"impl": "trinity", "shape": "%s", "mode": "%s", "base": "%s", "checkpointing": %s, "threads": %d, )"
               R"("params": %lld, "trainable": %lld, "tokens": %lld, "step_s": %.2f, "ref_s": %.2f, "update_s": %.2f, )"
               R"("setup_s": %.1f, "activation_gib": %.3f, "peak_rss_gib": %.2f})"
               "\n",
-              s->name, lora ? "lora" : "full", ckpt ? "true" : "false", num_threads(),
-              static_cast<long long>(tr.actor().num_params()), static_cast<long long>(tr.actor().num_trainable()),
+              s->name, lora ? "lora" : "full", bf16_base ? "bf16" : "f32", ckpt ? "true" : "false", num_threads(),
+              static_cast<long long>(tr.actor().num_params() + tr.actor().num_held()), static_cast<long long>(tr.actor().num_trainable()),
               static_cast<long long>(batch * seq), total / steps, ref_s / steps, upd_s / steps, setup_s,
               static_cast<double>(tr.actor().activation_bytes()) / (1 << 30), peak_rss_gib());
   return 0;
