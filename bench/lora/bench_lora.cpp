@@ -129,8 +129,9 @@ int main(int argc, char** argv) {
               R"("setup_s": %.1f, "activation_gib": %.3f, "peak_rss_gib": %.2f})"
               "\n",
               s->name, lora ? "lora" : "full", bf16_base ? "bf16" : "f32", ckpt ? "true" : "false", num_threads(),
-              static_cast<long long>(tr.actor().num_params() + tr.actor().num_held()), static_cast<long long>(tr.actor().num_trainable()),
-              static_cast<long long>(batch * seq), total / steps, ref_s / steps, upd_s / steps, setup_s,
-              static_cast<double>(tr.actor().activation_bytes()) / (1 << 30), peak_rss_gib());
+              static_cast<long long>(tr.actor().num_params() + tr.actor().num_held()),
+              static_cast<long long>(tr.actor().num_trainable()), static_cast<long long>(batch * seq), total / steps,
+              ref_s / steps, upd_s / steps, setup_s, static_cast<double>(tr.actor().activation_bytes()) / (1 << 30),
+              peak_rss_gib());
   return 0;
 }

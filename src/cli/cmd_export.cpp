@@ -26,11 +26,10 @@ int cmd_export_merge(const Argv& argv) {
   model::Transformer m = model::Transformer::load(base, model::HeadKind::kLm, model::lossless_storage(base));
   model::load_adapter(m, adapter);
   const model::LoraConfig lc = m.lora_config();
-  const model::Transformer merged = model::merged_copy(m);
   model::SaveOptions so;
   so.dtype = dtype;
   so.copy_tokenizer_from = base;
-  merged.save(out, so);
+  model::save_merged(m, out, so);  // merged one weight at a time: no merged copy of the model
   std::printf("wrote %s: %s + LoRA rank %lld (alpha %g, %zu adapted matrices) merged, %s\n", out.c_str(), base.c_str(),
               static_cast<long long>(lc.rank), lc.alpha, m.lora_specs().size() / 2, model::torch_dtype_name(dtype));
   return 0;

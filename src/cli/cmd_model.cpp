@@ -121,7 +121,10 @@ int cmd_init_model(const Argv& argv) {
   else
     cfg.eos_token_ids = {cfg.vocab_size > 1 ? cfg.vocab_size - 1 : 0};
   cfg.validate();
-  model::Transformer m(cfg);
+  // bf16 on disk: the layer weights are drawn straight into bf16 (the same values as rounding an fp32
+  // init), so a 7B-shaped model is initialised in half the memory.
+  model::Transformer m(cfg, model::HeadKind::kLm,
+                       dtype == "bf16" ? model::WeightStorage::kBF16 : model::WeightStorage::kF32);
   m.init_random(static_cast<uint64_t>(a.i64("seed", 0)), static_cast<float>(a.f64("std", 0.02)));
   model::SaveOptions opts;
   opts.dtype = dtype == "bf16" ? tensor::DType::kBF16 : tensor::DType::kF32;

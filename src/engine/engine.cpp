@@ -260,6 +260,12 @@ void Engine::update_weights(std::shared_ptr<const model::Transformer> model, int
 
 int64_t Engine::model_version() const { return impl_->version.load(); }
 
+std::pair<std::shared_ptr<const model::Transformer>, std::shared_ptr<const model::InferWeights>> Engine::current()
+    const {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return {impl_->model, impl_->packed};
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> l(impl_->mu);
   EngineStats s = impl_->st;

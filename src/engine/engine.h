@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "engine/sampling.h"
@@ -141,6 +142,9 @@ class Engine {
   // Returns once the swap has happened.
   void update_weights(std::shared_ptr<const model::Transformer> model, int64_t version);
   int64_t model_version() const;
+  // The weights the engine decodes with now and their packed copy (null for WeightFormat::kF32), as
+  // one consistent pair.
+  std::pair<std::shared_ptr<const model::Transformer>, std::shared_ptr<const model::InferWeights>> current() const;
   EngineStats stats() const;
   const model::ModelConfig& config() const { return cfg_; }
   int64_t max_model_len() const { return max_len_; }

@@ -214,7 +214,9 @@ std::vector<workflow::Sample> EngineClient::chat(const std::string& messages_jso
 std::vector<float> EngineClient::logprobs(const std::vector<int32_t>& tokens, double temperature) {
   check();
   if (!(temperature > 0)) throw ValueError("explorer", strcat("logprobs: temperature must be > 0, got ", temperature));
-  const auto w = m_.weights();
+  // The engine's weights now, with their packed copy (one consistent pair).
+  const auto cur = m_.engine->current();
+  const auto& w = cur.first;
   if (!w) throw Error("explorer", "logprobs: the rollout model has no weights");
   const int64_t L = static_cast<int64_t>(tokens.size());
   if (L < 2) return {};
@@ -230,7 +232,14 @@ std::vector<float> EngineClient::logprobs(const std::vector<int32_t>& tokens, do
   for (int64_t i = 0; i + 1 < L; ++i) rows[static_cast<size_t>(i)] = i;
   std::vector<float> logits;
   model::InferScratch scratch;
-  w->forward_infer(tokens, {model::InferSeg{&seq, 0, L}}, cache, rows, logits, scratch);
+  // The master weights (the trainer's kernels), unless the model holds bf16 layer weights or LoRA
+  // adapters: then the engine's packed copy of the same version, which has them widened / merged.
+  const model::InferWeights* pw = nullptr;
+  if (w->weight_storage() == model::WeightStorage::kBF16 || w->lora_enabled()) {
+    if (!cur.second) throw Error("explorer", "logprobs: bf16-held or LoRA weights need the engine's packed copy");
+    pw = cur.second.get();
+  }
+  w->forward_infer(tokens, {model::InferSeg{&seq, 0, L}}, cache, rows, logits, scratch, pw);
   // log_softmax(z / T)[next token], in double (the quantity the trainer computes).
   std::vector<float> out(static_cast<size_t>(L - 1));
   for (int64_t i = 0; i + 1 < L; ++i) {

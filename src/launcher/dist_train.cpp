@@ -32,6 +32,12 @@ void share(dist::Comm& comm, float* data, int64_t n, const char* what) {
   comm.broadcast(data, n, 0, strcat("the broadcast of the ", what));
 }
 
+// A model's weights: the fp32 ones, and the bf16-held ones as raw bytes (a broadcast copies bits).
+void share_weights(dist::Comm& comm, model::Transformer& m, const char* what) {
+  share(comm, m.params(), m.num_params(), what);
+  if (m.num_held() > 0) share(comm, reinterpret_cast<float*>(m.held()), m.num_held() / 2, what);  // n_held is even
+}
+
 void check_size(const json& h, const char* key, int64_t mine, int rank) {
   const int64_t theirs = h.at(key).get<int64_t>();
   if (theirs != mine)
@@ -65,6 +71,8 @@ void share_trainer_state(dist::Comm& comm, trainer::PolicyTrainer& tr) {
   json h;
   if (comm.rank() == 0) {
     h = {{"actor", tr.actor().num_params()},
+         {"actor_held", tr.actor().num_held()},
+         {"reference_held", tr.reference() ? tr.reference()->num_held() : 0},
          {"adapters", tr.actor().has_lora() ? tr.actor().num_trainable() : 0},
          {"reference", tr.reference() ? tr.reference()->num_params() : 0},
          {"critic", tr.critic() ? tr.critic()->num_params() : 0},
@@ -79,6 +87,8 @@ void share_trainer_state(dist::Comm& comm, trainer::PolicyTrainer& tr) {
   if (comm.rank() != 0) {
     h = json::parse(text);
     check_size(h, "actor", tr.actor().num_params(), comm.rank());
+    check_size(h, "actor_held", tr.actor().num_held(), comm.rank());
+    check_size(h, "reference_held", tr.reference() ? tr.reference()->num_held() : 0, comm.rank());
     check_size(h, "adapters", tr.actor().has_lora() ? tr.actor().num_trainable() : 0, comm.rank());
     check_size(h, "reference", tr.reference() ? tr.reference()->num_params() : 0, comm.rank());
     check_size(h, "critic", tr.critic() ? tr.critic()->num_params() : 0, comm.rank());
@@ -88,11 +98,11 @@ void share_trainer_state(dist::Comm& comm, trainer::PolicyTrainer& tr) {
     alg.kl_penalty().set_coef(h.at("kl_penalty_coef").get<double>());
     alg.kl_loss().set_coef(h.at("kl_loss_coef").get<double>());
   }
-  share(comm, tr.actor().params(), tr.actor().num_params(), "actor weights");
+  share_weights(comm, tr.actor(), "actor weights");
   if (tr.actor().has_lora()) share(comm, tr.actor().trainable_params(), tr.actor().num_trainable(), "actor adapters");
   share(comm, tr.optimizer().m().data(), static_cast<int64_t>(tr.optimizer().m().size()), "actor optimizer moments");
   share(comm, tr.optimizer().v().data(), static_cast<int64_t>(tr.optimizer().v().size()), "actor optimizer moments");
-  if (auto* ref = tr.reference()) share(comm, ref->params(), ref->num_params(), "reference weights");
+  if (auto* ref = tr.reference()) share_weights(comm, *ref, "reference weights");
   if (auto* critic = tr.critic()) {
     share(comm, critic->params(), critic->num_params(), "critic weights");
     auto* co = tr.critic_optimizer();
@@ -114,6 +124,8 @@ void lead_trainer(dist::Comm& comm, int stage, int64_t schedule_steps, const std
                  {"target_modules", l.target_modules},
                  {"exclude_modules", l.exclude_modules}};
   }
+  if (tr.actor().weight_storage() == model::WeightStorage::kBF16) h["bf16_layers"] = true;  // a bf16-held base
+  if (tr.reference() && tr.reference()->weight_storage() == model::WeightStorage::kBF16) h["bf16_reference"] = true;
   send(comm, h, file::read_all(file::join(model_dir, "config.json")));
   share_trainer_state(comm, tr);
 }
@@ -156,8 +168,11 @@ void follow(dist::Comm& comm, const config::LoadResult& loaded) {
       const config::Config& c = loaded.stages.empty() ? loaded.config : loaded.stages[static_cast<size_t>(stage)];
       trainer::TrainerOptions o = trainer_options(c, h.at("schedule_steps").get<int64_t>());
       o.comm = &comm;
+      if (h.value("bf16_reference", false)) o.reference_storage = model::WeightStorage::kBF16;
       const model::ModelConfig mc = model::parse_config(body, "rank 0's model config.json");
-      model::Transformer actor(mc);
+      model::Transformer actor(
+          mc, model::HeadKind::kLm,
+          h.value("bf16_layers", false) ? model::WeightStorage::kBF16 : model::WeightStorage::kF32);
       actor.set_gradient_checkpointing(c.trainer.gradient_checkpointing);
       if (h.contains("lora")) {
         const json& l = h["lora"];

@@ -127,8 +127,6 @@ trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_s
   o.rollout_correction.rollout_is = c.trainer.rollout_correction.rollout_is;
   o.rollout_correction.rollout_is_threshold = c.trainer.rollout_correction.rollout_is_threshold;
   o.cliprange_value = c.trainer.critic.cliprange_value;
-  // The reference copy of a full fine-tuning run keeps a bf16 checkpoint's values as bf16 (exact).
-  o.reference_storage = model::lossless_storage(c.model.model_path);
   if (dist::world().size() > 1) o.comm = &dist::world();
   return o;
 }
@@ -353,7 +351,9 @@ TrainerSide make_trainer(const config::Config& c, int64_t total_steps) {
     log::info("trainer: the frozen base's layer weights held in bf16 as stored (",
               format_bytes(static_cast<double>(actor.num_held()) * 2), "; fp32 compute, one layer widened at a time)");
   configure_actor(actor, c);
-  t.tr = std::make_unique<trainer::PolicyTrainer>(std::move(actor), c.algorithm, trainer_options(c, total_steps));
+  trainer::TrainerOptions o = trainer_options(c, total_steps);
+  o.reference_storage = model::lossless_storage(mp);  // a full fine-tuning run's reference copy: exact in bf16
+  t.tr = std::make_unique<trainer::PolicyTrainer>(std::move(actor), c.algorithm, o);
   if (c.continue_from_checkpoint) {
     if (auto ck = trainer::load_trainer_checkpoint(c.job_dir(), *t.tr)) {
       t.start_step = ck->step;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/checkpoint.h"
+#include "model/lora.h"
 #include "model/transformer.h"
 
 namespace trinity::model {
@@ -28,18 +29,20 @@ std::shared_ptr<const InferWeights> pack_infer_weights(const Transformer& m, ten
       if (specs[k].name == name) return tensors[k];
     throw ValueError("model", strcat("pack_infer_weights: no parameter ", name));
   };
-  // fp32 values of a weight: a view, or a widened copy of a bf16-held one (kept in `widened` until
-  // its pack is built).
-  auto f32 = [&](const tensor::Tensor& t, std::vector<tensor::Tensor>& widened) -> const float* {
-    if (t.dtype() == tensor::DType::kF32) return static_cast<const float*>(t.data());
-    widened.push_back(t.to_f32());
+  // fp32 values of a weight: a view, or a widened / merged copy of a bf16-held or adapted one (kept
+  // in `widened` until its pack is built).
+  const bool lora = m.lora_enabled();
+  auto f32 = [&](const std::string& name, const tensor::Tensor& t,
+                 std::vector<tensor::Tensor>& widened) -> const float* {
+    if (t.dtype() == tensor::DType::kF32 && !lora) return static_cast<const float*>(t.data());
+    widened.push_back(merged_weight(m, t, name));
     return widened.back().f32();
   };
   auto pack = [&](const std::string& name) {
     const auto& t = get(name);
     TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
     std::vector<tensor::Tensor> widened;
-    return tensor::PackedLinear(f32(t, widened), t.shape()[0], t.shape()[1], dtype);
+    return tensor::PackedLinear(f32(name, t, widened), t.shape()[0], t.shape()[1], dtype);
   };
   auto stack = [&](const std::vector<std::string>& names) {
     std::vector<tensor::PackedLinear::Part> parts;
@@ -51,12 +54,13 @@ std::shared_ptr<const InferWeights> pack_infer_weights(const Transformer& m, ten
       TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
       TRINITY_ASSERT(ic < 0 || t.shape()[1] == ic, "fused weights need one input size: ", name);
       ic = t.shape()[1];
-      parts.push_back({f32(t, widened), t.shape()[0]});
+      parts.push_back({f32(name, t, widened), t.shape()[0]});
     }
     return tensor::PackedLinear(parts, ic, dtype);
   };
   auto w = std::make_shared<InferWeights>();
   w->dtype = dtype;
+  w->lora_merged = lora;
   for (int64_t i = 0; i < cfg.num_hidden_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     w->layers.push_back({stack({p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",

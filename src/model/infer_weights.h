@@ -24,12 +24,14 @@ struct InferWeights {
     tensor::PackedLinear wd;
   };
   tensor::PackDType dtype = tensor::PackDType::kF32;
+  bool lora_merged = false;  // packed from a model with enabled LoRA adapters, merged in
   std::vector<Layer> layers;
   tensor::PackedLinear head;  // [V, C]
   size_t bytes() const;
 };
 
-// Packs every linear weight of `m` (an LM-head model). Parallel; ~1-2 s for 0.5B parameters.
+// Packs every linear weight of `m` (an LM-head model), with its enabled LoRA adapters merged in
+// (model::merged_weight: the values merged_copy(m) has). Parallel; ~1-2 s for 0.5B parameters.
 std::shared_ptr<const InferWeights> pack_infer_weights(const Transformer& m, tensor::PackDType dtype);
 
 }  // namespace trinity::model

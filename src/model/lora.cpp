@@ -281,6 +281,10 @@ void Transformer::set_lora_enabled(bool on) {
   if (impl_->lora) impl_->lora->enabled = on;
 }
 
+bool Transformer::lora_enabled() const {
+  return impl_->lora && impl_->lora->enabled;
+}
+
 void Transformer::set_training(bool on) {
   if (impl_->lora) impl_->lora->training = on;
 }
@@ -298,31 +302,88 @@ int64_t Transformer::num_trainable() const {
   return impl_->lora ? static_cast<int64_t>(impl_->lora->params.size()) : n_params_;
 }
 
-Transformer merged_copy(const Transformer& m) {
-  Transformer c(m.config(), m.head());  // fp32: bf16-held weights widen exactly
-  c.copy_weights_from(m);
-  if (!m.has_lora()) return c;
-  const LoraConfig& lc = m.lora_config();
-  const auto on = lc.targets();
-  const float s = static_cast<float>(lc.scale());
-  const auto views = m.lora_tensors();
+namespace {
+
+// Calls fn(weight name, A, B) for every adapted linear of `m`, layer-major.
+template <typename Fn>
+void for_each_adapter(const Transformer& m, const std::vector<tensor::Tensor>& views, Fn&& fn) {
+  const auto on = m.lora_config().targets();
   const auto& specs = m.lora_specs();
   size_t k = 0;
   for (int64_t l = 0; l < m.config().num_hidden_layers; ++l)
     for (int t = 0; t < kLoraTargets; ++t) {
       if (!on[static_cast<size_t>(t)]) continue;
-      const auto& A = views[k];
-      const auto& B = views[k + 1];
       TRINITY_ASSERT(specs[k].name.find(kPaths[t]) != std::string::npos, "LoRA spec order");
+      fn(strcat("model.layers.", l, ".", kPaths[t], ".weight"), views[k], views[k + 1]);
       k += 2;
-      const int64_t r = A.shape()[0], in = A.shape()[1], out = B.shape()[0];
-      float* w = c.param(strcat("model.layers.", l, ".", kPaths[t], ".weight"));
-      TRINITY_ASSERT(w, "merged_copy: no weight for ", kPaths[t]);
-      // W [out, in] += s · B [out, r] A [r, in]
-      gemm(false, false, static_cast<int>(out), static_cast<int>(in), static_cast<int>(r), s, B.f32(),
-           static_cast<int>(r), A.f32(), static_cast<int>(in), 1.0f, w, static_cast<int>(in));
     }
+}
+
+// W [out, in] += s · B [out, r] A [r, in]
+void merge_into(float* w, const tensor::Tensor& A, const tensor::Tensor& B, float s) {
+  const int64_t r = A.shape()[0], in = A.shape()[1], out = B.shape()[0];
+  gemm(false, false, static_cast<int>(out), static_cast<int>(in), static_cast<int>(r), s, B.f32(), static_cast<int>(r),
+       A.f32(), static_cast<int>(in), 1.0f, w, static_cast<int>(in));
+}
+
+}  // namespace
+
+Transformer merged_copy(const Transformer& m) {
+  Transformer c(m.config(), m.head());  // fp32: bf16-held weights widen exactly
+  c.copy_weights_from(m);
+  if (!m.has_lora()) return c;
+  const float s = static_cast<float>(m.lora_config().scale());
+  for_each_adapter(m, m.lora_tensors(), [&](const std::string& name, const tensor::Tensor& A, const tensor::Tensor& B) {
+    float* w = c.param(name);
+    TRINITY_ASSERT(w, "merged_copy: no weight ", name);
+    merge_into(w, A, B, s);
+  });
   return c;
+}
+
+Transformer adapted_copy(const Transformer& m) {
+  Transformer c(m.config(), m.head(), m.weight_storage());
+  c.copy_weights_from(m);
+  if (!m.has_lora()) return c;
+  c.add_lora(m.lora_config(), 0);
+  const auto from = m.lora_tensors(), to = c.lora_tensors();
+  for (size_t k = 0; k < from.size(); ++k)
+    std::memcpy(const_cast<void*>(to[k].data()), from[k].data(), from[k].nbytes());
+  c.set_lora_enabled(m.lora_enabled());
+  return c;
+}
+
+tensor::Tensor merged_weight(const Transformer& m, const tensor::Tensor& w, const std::string& name) {
+  tensor::Tensor out = w.to_f32();
+  if (!m.lora_enabled()) return out;
+  const float s = static_cast<float>(m.lora_config().scale());
+  for_each_adapter(m, m.lora_tensors(), [&](const std::string& n, const tensor::Tensor& A, const tensor::Tensor& B) {
+    if (n == name) merge_into(out.f32(), A, B, s);
+  });
+  return out;
+}
+
+void save_merged(const Transformer& m, const std::string& dir, const SaveOptions& opts) {
+  TRINITY_ASSERT(m.head() == HeadKind::kLm, "save_merged needs the LM head");
+  const auto& specs = m.param_specs();
+  const auto views = m.param_tensors();
+  std::vector<NamedTensor> named;
+  for (size_t k = 0; k < specs.size(); ++k) named.push_back({specs[k].name, &views[k]});
+  const auto adapters = m.has_lora() ? m.lora_tensors() : std::vector<tensor::Tensor>{};
+  if (m.has_lora()) {
+    const float s = static_cast<float>(m.lora_config().scale());
+    for_each_adapter(m, adapters, [&](const std::string& name, const tensor::Tensor& A, const tensor::Tensor& B) {
+      const auto it = std::find_if(named.begin(), named.end(), [&](const NamedTensor& n) { return n.name == name; });
+      TRINITY_ASSERT(it != named.end(), "save_merged: no weight ", name);
+      const tensor::Tensor* base = it->tensor;
+      it->make = [base, &A, &B, s] {
+        tensor::Tensor w = base->to_f32();
+        merge_into(w.f32(), A, B, s);
+        return w;
+      };
+    });
+  }
+  save_checkpoint(dir, m.config(), named, opts);
 }
 
 }  // namespace trinity::model

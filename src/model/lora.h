@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "model/checkpoint.h"
+
 namespace trinity::model {
 
 class Transformer;
@@ -62,5 +64,19 @@ void load_adapter(Transformer& m, const std::string& dir);
 // A copy of `m` without adapters whose weights are W + s · B A for every adapted linear: the model
 // `m` computes (without dropout), as one plain checkpoint. Without adapters: a plain copy.
 Transformer merged_copy(const Transformer& m);
+
+// A copy of `m` as it is held (same WeightStorage) with its adapters (enabled, not training): what the
+// rollout engine takes after a sync. pack_infer_weights merges the adapters into its packed copy
+// (the same values as merged_copy's), so the engine decodes at plain-model speed while the copy
+// keeps the base in bf16 when it is: 2 bytes per base weight instead of a merged fp32 copy's 4.
+Transformer adapted_copy(const Transformer& m);
+
+// The fp32 values of weight `name` of the model `m` computes: W (widened when bf16-held), plus
+// s · B A when the linear is adapted (and the adapters are enabled). Exactly merged_copy's values.
+tensor::Tensor merged_weight(const Transformer& m, const tensor::Tensor& w, const std::string& name);
+
+// Writes what merged_copy(m).save(dir, opts) writes (the same bytes) without the merged copy: each
+// adapted weight is merged into a temporary fp32 tensor while it is written, one at a time.
+void save_merged(const Transformer& m, const std::string& dir, const SaveOptions& opts = {});
 
 }  // namespace trinity::model

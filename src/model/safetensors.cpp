@@ -385,7 +385,13 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   std::vector<float> f32buf;
   std::vector<uint16_t> h16buf;
   for (const NamedTensor* nt : order) {
-    const Tensor& t = *nt->tensor;
+    Tensor made;
+    if (nt->make) {
+      made = nt->make();
+      TRINITY_ASSERT(made.shape() == nt->tensor->shape(), "write_safetensors: made tensor '", nt->name,
+                     "' has another shape");
+    }
+    const Tensor& t = nt->make ? made : *nt->tensor;
     const int64_t n = t.numel();
     if (t.dtype() == dtype) {
       w.write(t.data(), t.nbytes());

@@ -5,6 +5,7 @@
 // data_offsets: [begin, end]}, "__metadata__": {...}}, then the data block.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +58,9 @@ class WeightSource {
 struct NamedTensor {
   std::string name;
   const tensor::Tensor* tensor;
+  // When set, write_safetensors writes make()'s tensor instead (called once, when this tensor's bytes
+  // are written, so a computed tensor costs one at a time); `tensor` still gives the shape.
+  std::function<tensor::Tensor()> make = nullptr;
 };
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        tensor::DType dtype,

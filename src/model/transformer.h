@@ -141,6 +141,7 @@ class Transformer {
   std::vector<tensor::Tensor> lora_tensors(bool grads = false) const;
   // Off: forwards compute the base model without adapters (a LoRA run's reference policy).
   void set_lora_enabled(bool on);
+  bool lora_enabled() const;  // has adapters and they are on
   // On: forwards apply lora_dropout (each forward a new mask, reproduced by its backward).
   void set_training(bool on);
   // What an optimizer updates: the adapters with LoRA, otherwise every weight.

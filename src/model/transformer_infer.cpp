@@ -27,8 +27,10 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
                                 const InferWeights* pw) const {
   TRINITY_ASSERT(head_ == HeadKind::kLm, "forward_infer needs the LM head");
   const auto& im = *impl_;
-  if (im.lora && im.lora->enabled)
-    throw UnsupportedError("model", "inference on a model with unmerged LoRA adapters: serve model::merged_copy(m)");
+  if (im.lora && im.lora->enabled && !(pw && pw->lora_merged))
+    throw UnsupportedError("model",
+                           "inference on a model with LoRA adapters reads packed copies with the adapters "
+                           "merged (pack_infer_weights(m)), or serve model::merged_copy(m)");
   if (storage_ == WeightStorage::kBF16 && !pw)
     throw UnsupportedError("model",
                            "inference on bf16-held layer weights reads packed copies: pass "

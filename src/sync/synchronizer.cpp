@@ -141,7 +141,7 @@ class CheckpointSync : public Synchronizer {
     if (!file::exists(file::join(dir, "config.json"))) {  // a full checkpoint of this step has it already
       model::SaveOptions so;  // atomic directory write, tokenizer files copied: a complete HF model
       so.copy_tokenizer_from = tok_dir_;
-      w->save(dir, so);
+      model::save_merged(*w, dir, so);  // with LoRA adapters: the merged model
     }
     file::write_atomic(file::join(job_, "latest_state_dict_iteration.txt"), std::to_string(version));
   }

@@ -137,9 +137,8 @@ void save_actor(const model::Transformer& actor, const std::string& dir, const m
     if (exact_copy && so.dtype != tensor::DType::kF32) actor.save(file::join(dir, "actor"));
     return;
   }
-  const model::Transformer merged = model::merged_copy(actor);
-  merged.save(file::join(dir, "huggingface"), so);
-  if (exact_copy && so.dtype != tensor::DType::kF32) merged.save(file::join(dir, "actor"));
+  model::save_merged(actor, file::join(dir, "huggingface"), so);  // no merged copy in memory
+  if (exact_copy && so.dtype != tensor::DType::kF32) model::save_merged(actor, file::join(dir, "actor"));
   file::make_dirs(file::join(dir, "actor"));
   model::save_adapter(actor, adapter_dir(dir), base_model);
 }

@@ -89,7 +89,8 @@ PolicyTrainer::PolicyTrainer(model::Transformer actor, const algo::AlgorithmSpec
 PolicyTrainer::~PolicyTrainer() = default;
 
 std::shared_ptr<const model::Transformer> PolicyTrainer::snapshot() const {
-  return std::make_shared<const model::Transformer>(model::merged_copy(actor_));
+  // With LoRA: the base as held plus the adapters; the engine merges them into its packed copy.
+  return std::make_shared<const model::Transformer>(model::adapted_copy(actor_));
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // WeightStorage::kBF16 (decoder layers' linear weights held in bf16, widened one layer at a time)
 // against an fp32 model holding the same bf16-rounded values: logprobs, LoRA adapter gradients
 // (with and without activation checkpointing) and packed inference are bitwise equal; a bf16
-// checkpoint loads without widening and saves as bf16; copies and merges convert exactly; full
+// checkpoint loads without widening and saves as bf16; copies and merges (merged_copy, and
+// save_merged's one-weight-at-a-time checkpoint) convert exactly; full
 // training of a held model is refused with a clear error.
 #include <gtest/gtest.h>
 
@@ -156,6 +157,18 @@ TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
   const Transformer a = merged_copy(p.f32), b = merged_copy(p.held);
   ASSERT_EQ(a.num_params(), b.num_params());
   EXPECT_EQ(std::memcmp(a.params(), b.params(), sizeof(float) * static_cast<size_t>(a.num_params())), 0);
+  // save_merged writes merged_copy's checkpoint byte for byte (fp32 and bf16 on disk), from either base.
+  model::testing::ScratchDir d;
+  for (tensor::DType dt : {tensor::DType::kF32, tensor::DType::kBF16}) {
+    SaveOptions so;
+    so.dtype = dt;
+    a.save(d.file("copy"), so);
+    const std::string want = model::testing::read_bytes(d.file("copy/model.safetensors"));
+    for (const Transformer* m : {&p.f32, &p.held}) {
+      save_merged(*m, d.file("streamed"), so);
+      EXPECT_TRUE(model::testing::read_bytes(d.file("streamed/model.safetensors")) == want);
+    }
+  }
   // The engine's packed copies of a held model equal those of the fp32 one.
   Pair q = pair(Arch::kQwen2);
   const auto pf = pack_infer_weights(q.f32, tensor::PackDType::kF32);
@@ -170,6 +183,23 @@ TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
     m->forward_infer({3, 1, 4, 1, 5}, {{&kv, 0, 5}}, cache, {0, 4}, *out, sc, pw);
   }
   EXPECT_TRUE(same_bits(lf, lh));
+  // A model with LoRA adapters (held base, as the trainer's snapshot) packs with the adapters merged:
+  // it decodes exactly what its merged copy decodes; without a packed copy it is refused.
+  const Transformer snap = adapted_copy(p.held), merged = merged_copy(p.held);
+  EXPECT_TRUE(snap.has_lora() && snap.weight_storage() == WeightStorage::kBF16);
+  const auto ps = pack_infer_weights(snap, tensor::PackDType::kF32);
+  const auto pm = pack_infer_weights(merged, tensor::PackDType::kF32);
+  EXPECT_TRUE(ps->lora_merged && !pm->lora_merged);
+  std::vector<float> ls, lm;
+  for (auto [m, pw, out] : {std::tuple{&snap, ps.get(), &ls}, std::tuple{&merged, pm.get(), &lm}}) {
+    KvCache cache(cfg, 8, 4);
+    InferScratch sc;
+    SeqKv kv;
+    ASSERT_TRUE(kv_reserve(cache, kv, 5));
+    m->forward_infer({3, 1, 4, 1, 5}, {{&kv, 0, 5}}, cache, {0, 4}, *out, sc, pw);
+  }
+  EXPECT_TRUE(same_bits(ls, lm));
+  EXPECT_FALSE(same_bits(ls, lf)) << "the adapters change the logits";
   KvCache cache(cfg, 8, 4);
   InferScratch sc;
   SeqKv kv;

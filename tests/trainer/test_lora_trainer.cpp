@@ -1,7 +1,8 @@
 // The trainer with LoRA: a GRPO / PPO step moves only the adapters (the base bitwise unchanged, the
 // optimizer sized to the adapters), the reference policy is the base (KL of a fresh adapter is 0),
-// snapshot() is the merged model, and a checkpoint (PEFT adapter in actor/lora_adapter, merged
-// huggingface/) resumes bitwise; a LoRA checkpoint refuses a config without LoRA and vice versa.
+// snapshot() carries the adapters (merged it is the merged model), and a checkpoint (PEFT adapter in
+// actor/lora_adapter, merged huggingface/) resumes bitwise; a LoRA checkpoint refuses a config without LoRA and vice
+// versa.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -82,15 +83,22 @@ TEST(LoraTrainer, StepsMoveOnlyTheAdaptersAndTheReferenceIsTheBase) {
     if (alg == "grpo_verl") {
       EXPECT_GT(m3.at("actor/kl_loss"), 0.0) << "trained adapters differ from the base";
     }
-    // snapshot(): the merged model, which computes what the adapted actor computes.
+    // snapshot(): the base as held plus a copy of the adapters (the engine merges them into its
+    // packed copy); it computes what the adapted actor computes, and merged it is the merged model.
     const auto snap = t.snapshot();
-    EXPECT_FALSE(snap->has_lora());
-    EXPECT_FALSE(test::same_params(*snap, base));
+    EXPECT_TRUE(snap->has_lora() && snap->lora_enabled());
+    EXPECT_TRUE(test::same_params(*snap, base));
+    EXPECT_EQ(flat(snap->lora_tensors()), flat(t.actor().lora_tensors()));
     const auto b = model::Batch::next_token({{1, 5, 9, 2, 7, 3}});
-    std::vector<float> lp1, lp2, ent;
+    std::vector<float> lp1, lp2, lp3, ent;
     t.actor().forward(b, lp1, ent);
     const_cast<model::Transformer&>(*snap).forward(b, lp2, ent);
-    for (size_t i = 0; i < lp1.size(); ++i) EXPECT_NEAR(lp1[i], lp2[i], 1e-5);
+    EXPECT_EQ(lp1, lp2);
+    model::Transformer merged = model::merged_copy(*snap);
+    EXPECT_FALSE(merged.has_lora());
+    EXPECT_FALSE(test::same_params(merged, base));
+    merged.forward(b, lp3, ent);
+    for (size_t i = 0; i < lp1.size(); ++i) EXPECT_NEAR(lp1[i], lp3[i], 1e-5);
   }
 }
 
@@ -117,7 +125,7 @@ TEST(LoraTrainer, CheckpointHoldsAPeftAdapterAndResumesBitwise) {
   EXPECT_EQ(saved.targets(), a.actor().lora_config().targets());
   // huggingface/ is the merged model.
   const model::Transformer hf = model::Transformer::load(dir + "/huggingface");
-  EXPECT_TRUE(test::same_params(hf, *a.snapshot()));
+  EXPECT_TRUE(test::same_params(hf, model::merged_copy(*a.snapshot())));
   a.train_step(group_batch(2), 2);
 
   PolicyTrainer b = make_lora_trainer("grpo_verl");
