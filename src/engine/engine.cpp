@@ -95,6 +95,9 @@ struct Engine::Impl {
   std::shared_ptr<const model::InferWeights> next_packed;
   int64_t next_version = 0;
   bool swap_pending = false;
+  bool drained = false;     // the scheduler runs nothing, admits nothing and dropped its packed copy
+  bool next_ready = false;  // next_model / next_packed are set
+  std::mutex update_mu;     // one update_weights at a time
   std::condition_variable swap_cv;
 
   // Scheduler-owned.
@@ -248,14 +251,35 @@ void Engine::update_weights(std::shared_ptr<const model::Transformer> model, int
       c.vocab_size != cfg_.vocab_size || c.num_key_value_heads != cfg_.num_key_value_heads ||
       c.head_dim != cfg_.head_dim)
     throw ValueError("engine", "update_weights: the new model's architecture differs from the engine's");
-  auto packed = pack_for(*model, impl_->opts.weight_format);  // in the caller's thread
-  std::unique_lock<std::mutex> l(impl_->mu);
-  impl_->next_packed = std::move(packed);
-  impl_->next_model = std::move(model);
-  impl_->next_version = version;
-  impl_->swap_pending = true;
-  impl_->cv.notify_all();
-  impl_->swap_cv.wait(l, [&] { return !impl_->swap_pending || impl_->stop; });
+  // Phase 1: the scheduler finishes what runs (per the swap policy), admits nothing and drops its
+  // packed copy. Phase 2: this thread packs the new weights and the scheduler installs them. So one
+  // packed copy is in memory at a time (a 1.5B model's fp32 copy is 6 GB), at the price of
+  // admissions waiting while the new copy is packed.
+  auto& im = *impl_;
+  std::lock_guard<std::mutex> one(im.update_mu);
+  std::unique_lock<std::mutex> l(im.mu);
+  im.swap_pending = true;
+  im.drained = im.next_ready = false;
+  im.cv.notify_all();
+  im.swap_cv.wait(l, [&] { return im.drained || im.stop; });
+  if (im.stop) return;
+  l.unlock();
+  std::shared_ptr<const model::InferWeights> packed;
+  try {
+    packed = pack_for(*model, im.opts.weight_format);  // in the caller's thread
+  } catch (...) {
+    l.lock();  // the engine goes on with its weights, unpacked: say so loudly, but do not hang it
+    im.swap_pending = im.drained = false;
+    im.cv.notify_all();
+    throw;
+  }
+  l.lock();
+  im.next_packed = std::move(packed);
+  im.next_model = std::move(model);
+  im.next_version = version;
+  im.next_ready = true;
+  im.cv.notify_all();
+  im.swap_cv.wait(l, [&] { return !im.swap_pending || im.stop; });
 }
 
 int64_t Engine::model_version() const { return impl_->version.load(); }
@@ -362,19 +386,26 @@ void Engine::Impl::fail_all(const std::string& reason, const std::string& error,
 bool Engine::Impl::swap_weights() {
   std::unique_lock<std::mutex> l(mu);
   if (!swap_pending) return false;
-  if (opts.swap_policy == SwapPolicy::kAbort) {
-    l.unlock();
-    fail_all("abort", "", nullptr);
-    l.lock();
+  if (!drained) {
+    if (opts.swap_policy == SwapPolicy::kAbort) {
+      l.unlock();
+      fail_all("abort", "", nullptr);
+      l.lock();
+    }
+    if (!running.empty() || !prefilling.empty()) return true;  // kFinish: wait for them, admit nothing
+    packed.reset();                                            // freed before the new copy is packed (update_weights)
+    drained = true;
+    swap_cv.notify_all();
+    return true;
   }
-  if (!running.empty() || !prefilling.empty()) return true;  // kFinish: wait for them, admit nothing
+  if (!next_ready) return true;
   model = std::move(next_model);
   packed = std::move(next_packed);
   version = next_version;
   st.model_version = next_version;
   if (prefix) prefix->clear();  // cached KV was computed by the old weights
   update_kv_stats();
-  swap_pending = false;
+  swap_pending = drained = next_ready = false;
   swap_cv.notify_all();
   return false;
 }
@@ -728,7 +759,9 @@ void Engine::loop() {
     {
       std::unique_lock<std::mutex> l(im.mu);
       im.cv.wait(l, [&] {
-        return im.stop || !im.waiting.empty() || !im.running.empty() || !im.prefilling.empty() || im.swap_pending;
+        if (im.stop) return true;
+        if (im.swap_pending) return !im.drained || im.next_ready;  // drained: sleep until the new copy is packed
+        return !im.waiting.empty() || !im.running.empty() || !im.prefilling.empty();
       });
       if (im.stop) break;
     }

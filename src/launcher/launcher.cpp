@@ -92,7 +92,7 @@ void configure_actor(model::Transformer& m, const config::Config& c) {
   lc.exclude_modules = l.exclude_modules;
   m.add_lora(lc, static_cast<uint64_t>(c.explorer.rollout_model.seed));
   log::info("trainer: LoRA adapter '", l.name, "' rank ", lc.rank, ", alpha ", lc.alpha, ": ", m.num_trainable(),
-            " trainable parameters of ", m.num_params(), " (base frozen)");
+            " trainable parameters of ", m.num_params() + m.num_held(), " (base frozen)");
 }
 
 trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_steps) {

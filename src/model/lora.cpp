@@ -342,7 +342,9 @@ Transformer merged_copy(const Transformer& m) {
 }
 
 Transformer adapted_copy(const Transformer& m) {
-  Transformer c(m.config(), m.head(), m.weight_storage());
+  // A LoRA base is frozen: its bf16-held weights are shared, not copied.
+  const bool share = m.has_lora() && m.weight_storage() == WeightStorage::kBF16;
+  Transformer c(m.config(), m.head(), m.weight_storage(), share ? &m : nullptr);
   c.copy_weights_from(m);
   if (!m.has_lora()) return c;
   c.add_lora(m.lora_config(), 0);

@@ -161,7 +161,7 @@ int64_t numel_of(const ParamSpec& s) {
 
 }  // namespace
 
-Transformer::Transformer(const ModelConfig& cfg, HeadKind head, WeightStorage storage)
+Transformer::Transformer(const ModelConfig& cfg, HeadKind head, WeightStorage storage, const Transformer* share_held)
     : cfg_(cfg), head_(head), storage_(storage), impl_(std::make_unique<Impl>()) {
   cfg_.validate();
   specs_ = head_param_specs(cfg_, head_);
@@ -178,8 +178,15 @@ Transformer::Transformer(const ModelConfig& cfg, HeadKind head, WeightStorage st
   }
   params_ = aligned_floats(n_params_, "model weights");
   zero(params_, n_params_);
-  if (n_held_ > 0) {
+  if (share_held) {
+    if (share_held->storage_ != WeightStorage::kBF16 || share_held->n_held_ != n_held_ ||
+        share_held->specs_.size() != specs_.size())
+      throw ValueError("model", "sharing bf16-held weights needs a bf16-held model of the same config");
+    held_owner_ = share_held->held_owner_;
+    held_ = share_held->held_;
+  } else if (n_held_ > 0) {
     held_ = reinterpret_cast<uint16_t*>(aligned_floats(n_held_ / 2, "bf16 layer weights"));
+    held_owner_ = std::shared_ptr<uint16_t>(held_, [](uint16_t* p) { std::free(p); });
     zero(reinterpret_cast<float*>(held_), n_held_ / 2);
   }
   bind(params_, false);
@@ -257,7 +264,21 @@ void Transformer::ensure_grads() {
 Transformer::~Transformer() {
   std::free(params_);
   std::free(grads_);
-  std::free(held_);
+}
+
+void Transformer::own_held() {
+  if (!held_ || held_owner_.use_count() <= 1) return;
+  auto* p = reinterpret_cast<uint16_t*>(aligned_floats(n_held_ / 2, "bf16 layer weights"));
+  std::memcpy(p, held_, sizeof(uint16_t) * static_cast<size_t>(n_held_));
+  held_ = p;
+  held_owner_ = std::shared_ptr<uint16_t>(p, [](uint16_t* q) { std::free(q); });
+  impl_->widened_layer = -1;
+  bind(params_, false);
+}
+
+uint16_t* Transformer::held() {
+  own_held();
+  return held_;
 }
 
 Transformer::Transformer(Transformer&& o) noexcept
@@ -272,6 +293,7 @@ Transformer::Transformer(Transformer&& o) noexcept
       params_(o.params_),
       grads_(o.grads_),
       held_(o.held_),
+      held_owner_(std::move(o.held_owner_)),
       impl_(std::move(o.impl_)) {
   o.params_ = o.grads_ = nullptr;
   o.held_ = nullptr;
@@ -281,7 +303,6 @@ Transformer& Transformer::operator=(Transformer&& o) noexcept {
   if (this != &o) {
     std::free(params_);
     std::free(grads_);
-    std::free(held_);
     cfg_ = std::move(o.cfg_);
     head_ = o.head_;
     storage_ = o.storage_;
@@ -293,6 +314,7 @@ Transformer& Transformer::operator=(Transformer&& o) noexcept {
     params_ = o.params_;
     grads_ = o.grads_;
     held_ = o.held_;
+    held_owner_ = std::move(o.held_owner_);
     impl_ = std::move(o.impl_);
     o.params_ = o.grads_ = nullptr;
     o.held_ = nullptr;
@@ -327,9 +349,12 @@ void Transformer::copy_weights_from(const Transformer& src) {
     same = specs_[k].name == src.specs_[k].name && specs_[k].shape == src.specs_[k].shape;
   if (!same) throw ValueError("model", "copy_weights_from: the two models have different parameters (config or head)");
   impl_->widened_layer = -1;
+  const bool same_held = held_ && held_ == src.held_;  // shared memory: nothing to copy
+  if (!same_held) own_held();
   for (size_t k = 0; k < specs_.size(); ++k) {
     const int64_t n = numel_of(specs_[k]);
     const bool dh = held_spec_[k] != 0, sh = src.held_spec_[k] != 0;
+    if (dh && sh && same_held) continue;
     if (!dh && !sh)
       std::memcpy(params_ + offsets_[k], src.params_ + src.offsets_[k], sizeof(float) * static_cast<size_t>(n));
     else if (dh && sh)
@@ -367,6 +392,7 @@ bool Transformer::gradient_checkpointing() const {
 void Transformer::init_random(uint64_t seed, float std) {
   Rng rng(seed);
   impl_->widened_layer = -1;
+  own_held();
   for (size_t k = 0; k < specs_.size(); ++k) {
     const auto& s = specs_[k];
     const int64_t n = numel_of(s);

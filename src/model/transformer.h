@@ -63,8 +63,11 @@ struct InferScratch {
 
 class Transformer {
  public:
+  // share_held: a kBF16 model of the same config whose bf16-held layer weights this one uses too,
+  // instead of a copy (frozen LoRA bases: the trainer's actor and the engine's snapshots of it).
+  // Writing them through either (held(), copy_weights_from, init_random) first gives it its own copy.
   explicit Transformer(const ModelConfig& cfg, HeadKind head = HeadKind::kLm,
-                       WeightStorage storage = WeightStorage::kF32);
+                       WeightStorage storage = WeightStorage::kF32, const Transformer* share_held = nullptr);
   ~Transformer();
   Transformer(Transformer&&) noexcept;
   Transformer& operator=(Transformer&&) noexcept;
@@ -87,7 +90,7 @@ class Transformer {
   WeightStorage weight_storage() const { return storage_; }
   // The bf16-held layer weights (WeightStorage::kBF16; empty otherwise).
   int64_t num_held() const { return n_held_; }
-  uint16_t* held() { return held_; }
+  uint16_t* held();  // this model's own copy (unshared first)
   const uint16_t* held() const { return held_; }
   // Copies every weight of `src` (same config and head; any storage: bf16 values widen exactly,
   // fp32 values round to nearest even into bf16-held slots).
@@ -161,6 +164,7 @@ class Transformer {
   struct Impl;
   void bind(float* base, bool is_grad);
   void ensure_grads();
+  void own_held();  // a private copy of shared bf16-held weights
   ModelConfig cfg_;
   HeadKind head_;
   WeightStorage storage_ = WeightStorage::kF32;
@@ -170,7 +174,8 @@ class Transformer {
   int64_t n_params_ = 0, n_held_ = 0;
   float* params_ = nullptr;
   float* grads_ = nullptr;
-  uint16_t* held_ = nullptr;
+  uint16_t* held_ = nullptr;  // owned through held_owner_, possibly with other models
+  std::shared_ptr<uint16_t> held_owner_;
   std::unique_ptr<Impl> impl_;
 };
 

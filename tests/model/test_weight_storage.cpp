@@ -207,3 +207,25 @@ TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
   EXPECT_THROW_MSG(q.held.forward_infer({3}, {{&kv, 0, 1}}, cache, {0}, lh, sc, nullptr), UnsupportedError, "bf16-held",
                    "pack_infer_weights");
 }
+
+// The engine's snapshot of a LoRA actor shares its frozen bf16 base (no copy); writing through either
+// model first gives the writer its own copy, so the other never changes.
+TEST(WeightStorage, SnapshotsShareTheFrozenBase) {
+  Pair p = pair(Arch::kLlama);
+  p.held.add_lora(lora4(), 7);
+  randomise_adapters(p.held);
+  const Transformer snap = adapted_copy(p.held);
+  const Transformer& cheld = p.held;
+  EXPECT_EQ(snap.held(), cheld.held()) << "shared, not copied";
+  const std::vector<uint16_t> before(snap.held(), snap.held() + snap.num_held());
+  uint16_t* mine = p.held.held();  // a write access: p.held now owns a copy
+  EXPECT_NE(mine, snap.held());
+  mine[0] ^= 0x1;
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), snap.held()));
+  std::vector<float> a, b, ent;
+  const Batch bt = batch_of({5, 6}, 2);
+  const_cast<Transformer&>(snap).forward(bt, a, ent);
+  mine[0] ^= 0x1;
+  p.held.forward(bt, b, ent);
+  EXPECT_TRUE(same_bits(a, b));
+}
