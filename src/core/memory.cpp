@@ -1,7 +1,10 @@
 // Memory budget checks (see memory.h).
 #include "core/memory.h"
 
+#include <sys/mman.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -22,6 +25,15 @@ int64_t mem_available_bytes() {
   }
   std::fclose(f);
   return kb < 0 ? -1 : kb * 1024;
+}
+
+void* alloc_large(size_t bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  if (bytes < 4 * kHuge) return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  const size_t n = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* p = std::aligned_alloc(kHuge, n);
+  if (p) madvise(p, n, MADV_HUGEPAGE);  // advice only: fine if the kernel ignores it
+  return p;
 }
 
 std::string format_bytes(double bytes) {

@@ -29,32 +29,32 @@ std::shared_ptr<const InferWeights> pack_infer_weights(const Transformer& m, ten
       if (specs[k].name == name) return tensors[k];
     throw ValueError("model", strcat("pack_infer_weights: no parameter ", name));
   };
-  // fp32 values of a weight: a view, or a widened / merged copy of a bf16-held or adapted one (kept
-  // in `widened` until its pack is built).
+  // fp32 values of a weight: a view, or the widened / merged values of a bf16-held or adapted one in
+  // scratch buffer `slot` (reused across layers: no allocation and page faults per weight).
   const bool lora = m.lora_enabled();
-  auto f32 = [&](const std::string& name, const tensor::Tensor& t,
-                 std::vector<tensor::Tensor>& widened) -> const float* {
+  std::vector<float> scratch[3];
+  auto f32 = [&](const std::string& name, const tensor::Tensor& t, int slot) -> const float* {
     if (t.dtype() == tensor::DType::kF32 && !lora) return static_cast<const float*>(t.data());
-    widened.push_back(merged_weight(m, t, name));
-    return widened.back().f32();
+    auto& buf = scratch[slot];
+    if (static_cast<int64_t>(buf.size()) < t.numel()) buf.resize(static_cast<size_t>(t.numel()));
+    merged_weight(m, t, name, buf.data());
+    return buf.data();
   };
   auto pack = [&](const std::string& name) {
     const auto& t = get(name);
     TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
-    std::vector<tensor::Tensor> widened;
-    return tensor::PackedLinear(f32(name, t, widened), t.shape()[0], t.shape()[1], dtype);
+    return tensor::PackedLinear(f32(name, t, 0), t.shape()[0], t.shape()[1], dtype);
   };
   auto stack = [&](const std::vector<std::string>& names) {
+    TRINITY_ASSERT(names.size() <= 3, "stack of more than 3 weights");
     std::vector<tensor::PackedLinear::Part> parts;
-    std::vector<tensor::Tensor> widened;
-    widened.reserve(names.size());  // pointers into it stay valid
     int64_t ic = -1;
     for (const auto& name : names) {
       const auto& t = get(name);
       TRINITY_ASSERT(t.shape().size() == 2, "linear weight must be 2-D: ", name);
       TRINITY_ASSERT(ic < 0 || t.shape()[1] == ic, "fused weights need one input size: ", name);
       ic = t.shape()[1];
-      parts.push_back({f32(name, t, widened), t.shape()[0]});
+      parts.push_back({f32(name, t, static_cast<int>(parts.size())), t.shape()[0]});
     }
     return tensor::PackedLinear(parts, ic, dtype);
   };

@@ -355,14 +355,13 @@ Transformer adapted_copy(const Transformer& m) {
   return c;
 }
 
-tensor::Tensor merged_weight(const Transformer& m, const tensor::Tensor& w, const std::string& name) {
-  tensor::Tensor out = w.to_f32();
-  if (!m.lora_enabled()) return out;
+void merged_weight(const Transformer& m, const tensor::Tensor& w, const std::string& name, float* out) {
+  tensor::convert_to_f32(out, w.data(), w.dtype(), w.numel());
+  if (!m.lora_enabled()) return;
   const float s = static_cast<float>(m.lora_config().scale());
   for_each_adapter(m, m.lora_tensors(), [&](const std::string& n, const tensor::Tensor& A, const tensor::Tensor& B) {
-    if (n == name) merge_into(out.f32(), A, B, s);
+    if (n == name) merge_into(out, A, B, s);
   });
-  return out;
 }
 
 void save_merged(const Transformer& m, const std::string& dir, const SaveOptions& opts) {

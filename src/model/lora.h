@@ -71,9 +71,10 @@ Transformer merged_copy(const Transformer& m);
 // keeps the base in bf16 when it is: 2 bytes per base weight instead of a merged fp32 copy's 4.
 Transformer adapted_copy(const Transformer& m);
 
-// The fp32 values of weight `name` of the model `m` computes: W (widened when bf16-held), plus
-// s · B A when the linear is adapted (and the adapters are enabled). Exactly merged_copy's values.
-tensor::Tensor merged_weight(const Transformer& m, const tensor::Tensor& w, const std::string& name);
+// Writes to out [w.numel()] the fp32 values of weight `name` (= w, a view of m's parameter) that `m`
+// computes: W (widened when bf16-held), plus s · B A when the linear is adapted and the adapters are
+// enabled. Exactly merged_copy's values.
+void merged_weight(const Transformer& m, const tensor::Tensor& w, const std::string& name, float* out);
 
 // Writes what merged_copy(m).save(dir, opts) writes (the same bytes) without the merged copy: each
 // adapted weight is merged into a temporary fp32 tensor while it is written, one at a time.

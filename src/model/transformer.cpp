@@ -91,7 +91,7 @@ void zero(float* p, int64_t n) {
 float* aligned_floats(int64_t n, const char* what) {
   const size_t bytes = (static_cast<size_t>(n) * 4 + 63) / 64 * 64;
   check_allocation(static_cast<int64_t>(bytes), strcat("allocating the ", what, " (", n, " floats)"), "model");
-  void* p = std::aligned_alloc(64, bytes ? bytes : 64);
+  void* p = alloc_large(bytes ? bytes : 64);
   if (!p)
     throw ValueError(
         "model", strcat("out of memory allocating the ", what, " (", format_bytes(static_cast<double>(bytes)), ")"));

@@ -17,6 +17,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/parallel.h"
 #include "tensor/tensor.h"
 
@@ -46,7 +47,7 @@ PackedLinear::PackedLinear(const std::vector<Part>& parts, int64_t ic, PackDType
     panels_ += np;
   }
   const size_t bytes = (static_cast<size_t>(panels_ * P * ic) * elem_size(dtype) + 63) / 64 * 64;
-  void* mem = std::aligned_alloc(64, bytes);
+  void* mem = alloc_large(bytes);
   if (!mem) throw Error("tensor", strcat("PackedLinear: cannot allocate ", bytes, " bytes"));
   data_ = std::shared_ptr<void>(mem, std::free);
   parallel_for(panels_, [&](int64_t p) {
