@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/rng.h"
+#include "lora_test_util.h"
 #include "model/lora.h"
 #include "model/lora_impl.h"
 #include "model/safetensors.h"
@@ -27,18 +28,10 @@ using json = nlohmann::json;
 namespace {
 
 ModelConfig tiny(Arch arch) {
-  return test::tiny_config({.arch = arch, .head_dim = arch == Arch::kQwen3 ? 12 : 8, .tie = arch == Arch::kQwen3});
+  return model::testing::tiny_lora_config(arch);
 }
-
 Batch batch_of(std::vector<int> lens, uint64_t seed) {
-  Rng r(seed);
-  std::vector<std::vector<int32_t>> seqs;
-  for (int n : lens) {
-    std::vector<int32_t> s;
-    for (int i = 0; i < n; ++i) s.push_back(static_cast<int32_t>(r.below(37)));
-    seqs.push_back(s);
-  }
-  return Batch::next_token(seqs);
+  return model::testing::random_batch(lens, seed);
 }
 
 LoraConfig lora(int64_t rank, std::vector<std::string> targets = {"all-linear"}) {

@@ -13,6 +13,7 @@
 #include "common/tiny_config.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "lora_test_util.h"
 #include "model/infer_weights.h"
 #include "model/lora.h"
 #include "model/safetensors.h"
@@ -25,18 +26,10 @@ using namespace trinity::model;
 namespace {
 
 ModelConfig tiny(Arch arch) {
-  return test::tiny_config({.arch = arch, .head_dim = arch == Arch::kQwen3 ? 12 : 8, .tie = arch == Arch::kQwen3});
+  return model::testing::tiny_lora_config(arch);
 }
-
 Batch batch_of(std::vector<int> lens, uint64_t seed) {
-  Rng r(seed);
-  std::vector<std::vector<int32_t>> seqs;
-  for (int n : lens) {
-    std::vector<int32_t> s;
-    for (int i = 0; i < n; ++i) s.push_back(static_cast<int32_t>(r.below(37)));
-    seqs.push_back(s);
-  }
-  return Batch::next_token(seqs);
+  return model::testing::random_batch(lens, seed);
 }
 
 // An fp32 model whose every weight is bf16-representable (so the held copy holds the same values),
@@ -66,6 +59,17 @@ void randomise_adapters(Transformer& m) {
   Rng r(5);
   for (auto& t : m.lora_tensors())
     for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>(r.normal()) * 0.3f;
+}
+
+// Logits of rows 0 and 4 of a 5-token prompt through forward_infer with packed weights `pw`.
+std::vector<float> infer_logits(const Transformer& m, const InferWeights* pw) {
+  KvCache cache(m.config(), 8, 4);
+  InferScratch sc;
+  SeqKv kv;
+  EXPECT_TRUE(kv_reserve(cache, kv, 5));
+  std::vector<float> out;
+  m.forward_infer({3, 1, 4, 1, 5}, {{&kv, 0, 5}}, cache, {0, 4}, out, sc, pw);
+  return out;
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -174,14 +178,8 @@ TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
   const auto pf = pack_infer_weights(q.f32, tensor::PackDType::kF32);
   const auto ph = pack_infer_weights(q.held, tensor::PackDType::kF32);
   const auto& cfg = q.f32.config();
-  std::vector<float> lf, lh;
-  for (auto [m, pw, out] : {std::tuple{&q.f32, pf.get(), &lf}, std::tuple{&q.held, ph.get(), &lh}}) {
-    KvCache cache(cfg, 8, 4);
-    InferScratch sc;
-    SeqKv kv;
-    ASSERT_TRUE(kv_reserve(cache, kv, 5));
-    m->forward_infer({3, 1, 4, 1, 5}, {{&kv, 0, 5}}, cache, {0, 4}, *out, sc, pw);
-  }
+  const std::vector<float> lf = infer_logits(q.f32, pf.get());
+  std::vector<float> lh = infer_logits(q.held, ph.get());
   EXPECT_TRUE(same_bits(lf, lh));
   // A model with LoRA adapters (held base, as the trainer's snapshot) packs with the adapters merged:
   // it decodes exactly what its merged copy decodes; without a packed copy it is refused.
@@ -190,14 +188,7 @@ TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
   const auto ps = pack_infer_weights(snap, tensor::PackDType::kF32);
   const auto pm = pack_infer_weights(merged, tensor::PackDType::kF32);
   EXPECT_TRUE(ps->lora_merged && !pm->lora_merged);
-  std::vector<float> ls, lm;
-  for (auto [m, pw, out] : {std::tuple{&snap, ps.get(), &ls}, std::tuple{&merged, pm.get(), &lm}}) {
-    KvCache cache(cfg, 8, 4);
-    InferScratch sc;
-    SeqKv kv;
-    ASSERT_TRUE(kv_reserve(cache, kv, 5));
-    m->forward_infer({3, 1, 4, 1, 5}, {{&kv, 0, 5}}, cache, {0, 4}, *out, sc, pw);
-  }
+  const std::vector<float> ls = infer_logits(snap, ps.get()), lm = infer_logits(merged, pm.get());
   EXPECT_TRUE(same_bits(ls, lm));
   EXPECT_FALSE(same_bits(ls, lf)) << "the adapters change the logits";
   KvCache cache(cfg, 8, 4);
