@@ -133,18 +133,8 @@ bool is_layer_linear(const std::string& name) {
   return false;
 }
 
-// Converts n values between fp32 and bf16 storage in parallel blocks (bf16 -> fp32 is exact; fp32 ->
-// bf16 rounds to nearest even).
-void widen_bf16(float* dst, const uint16_t* src, int64_t n) {
-  const int64_t blk = 1 << 16;
-  parallel_for((n + blk - 1) / blk, [&](int64_t b) {
-    const int64_t e = std::min(n, (b + 1) * blk);
-    for (int64_t i = b * blk; i < e; ++i) {  // inlined bf16 -> fp32 (vectorises)
-      const uint32_t u = static_cast<uint32_t>(src[i]) << 16;
-      std::memcpy(dst + i, &u, 4);
-    }
-  });
-}
+// Rounds n fp32 values to bf16 storage in parallel blocks (nearest even; widening is
+// tensor::convert_to_f32).
 void round_bf16(uint16_t* dst, const float* src, int64_t n) {
   const int64_t blk = 1 << 16;
   parallel_for((n + blk - 1) / blk, [&](int64_t b) {
@@ -360,7 +350,7 @@ void Transformer::copy_weights_from(const Transformer& src) {
     else if (dh && sh)
       std::memcpy(held_ + offsets_[k], src.held_ + src.offsets_[k], sizeof(uint16_t) * static_cast<size_t>(n));
     else if (!dh)
-      widen_bf16(params_ + offsets_[k], src.held_ + src.offsets_[k], n);
+      convert_to_f32(params_ + offsets_[k], src.held_ + src.offsets_[k], DType::kBF16, n);
     else
       round_bf16(held_ + offsets_[k], src.params_ + src.offsets_[k], n);
   }
@@ -558,7 +548,7 @@ const LayerParams& Transformer::Impl::layer(const ModelConfig& cfg, size_t l) {
   int64_t off = 0;
   for (int i = 0; i < 7; ++i) {
     dst[i] = widened.data() + off;
-    widen_bf16(dst[i], src[i], n[i]);
+    convert_to_f32(dst[i], src[i], DType::kBF16, n[i]);
     off += (n[i] + 15) / 16 * 16;
   }
   wl = lp[l];
