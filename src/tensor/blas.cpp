@@ -3,8 +3,10 @@
 
 #include <cblas.h>
 
+#include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -20,9 +22,13 @@ namespace {
 // OPENBLAS_CORETYPE in its library constructor, and glibc resets `environ` to the original block
 // before that runs, so a setenv here would be lost: when the variable must be added we re-exec the
 // same binary once with an extended environment (TRINITY_REEXEC=1 marks the second start).
-// Costs ~1 ms at startup; a user's own OPENBLAS_CORETYPE is kept. OMP_WAIT_POLICY is left alone:
-// libgomp's default (spin briefly, then sleep; throttled when oversubscribed) measured fastest with
-// the OpenMP build of OpenBLAS, and PASSIVE cost 30-40 % on small GEMM-heavy steps.
+// Costs ~1 ms at startup; a user's own OPENBLAS_CORETYPE is kept.
+// The same start sets GOMP_SPINCOUNT=3000 (about 0.1 ms of spinning before an idle OpenMP worker
+// sleeps) unless the user set GOMP_SPINCOUNT or OMP_WAIT_POLICY. libgomp's default spins 300000
+// times (~10 ms): when other processes share the cores, spinning workers take the time the working
+// ones need, and the small-shape training step took 5x (1 busy process) and 25x (2) its idle time.
+// With 3000 it is 2x and 4x, while idle speed (training and decode) is unchanged; PASSIVE (0) costs
+// ~10 % on the smallest shapes (bench/train/contention.sh measures all of it).
 bool env_has(char** envp, const char* key) {
   const size_t n = strlen(key);
   for (char** e = envp; e && *e; ++e)
@@ -33,12 +39,14 @@ bool env_has(char** envp, const char* key) {
 void trinity_preinit(int, char** argv, char** envp) {
   if (argv == nullptr || envp == nullptr || env_has(envp, "TRINITY_REEXEC")) return;
   static char coretype[] = "OPENBLAS_CORETYPE=SkylakeX";
+  static char spincount[] = "GOMP_SPINCOUNT=3000";
   static char marker[] = "TRINITY_REEXEC=1";
-  char* extra[2];
+  char* extra[3];
   int n_extra = 0;
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && !env_has(envp, "OPENBLAS_CORETYPE"))
     extra[n_extra++] = coretype;
+  if (!env_has(envp, "GOMP_SPINCOUNT") && !env_has(envp, "OMP_WAIT_POLICY")) extra[n_extra++] = spincount;
   if (n_extra == 0) return;
   extra[n_extra++] = marker;
   int n_env = 0;
@@ -57,10 +65,53 @@ __attribute__((section(".preinit_array"), used)) void (*trinity_preinit_ptr)(int
 
 namespace trinity::tensor {
 
-void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-          const float* b, int ldb, float beta, float* c, int ldc) {
+namespace {
+
+void sgemm1(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+            int ldb, float beta, float* c, int ldc) {
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// A tile is at least this many rows or columns of C: below it, the repeated packing of the other
+// operand (once per tile) and the per-tile call overhead start to show.
+constexpr int kMinTile = 64;
+
+}  // namespace
+
+// Large products are split into tiles of C along its longer side, two per thread, handed out
+// dynamically; each tile is one single-threaded OpenBLAS call (OpenBLAS runs sequentially inside a
+// parallel region). OpenBLAS's own threaded sgemm splits the work statically and its threads wait
+// for each other's packed panels in spin-yield loops, so one descheduled thread (another process
+// on the core) stalls the whole product; with dynamic tiles the running threads take its share.
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+          int ldb, float beta, float* c, int ldc) {
+  const int nt = num_threads();
+  const bool split_rows = m >= n;
+  const int len = split_rows ? m : n;
+  const double flops = 2.0 * m * n * static_cast<double>(k);
+  if (nt <= 1 || omp_in_parallel() || len < 2 * kMinTile || flops < 4.0 * kParallelMinWork) {
+    sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  // Tiles: 2 per thread when the side is long enough, each a multiple of 16 (the kernels' width).
+  // Each tile packs the other operand again: 2 per thread cost 2-4 % of the idle GFLOP/s at the
+  // 0.5B-1.5B training shapes, 4 per thread 5-13 %; 1 per thread cannot rebalance.
+  int tiles = std::min(2 * nt, len / kMinTile);
+  int step = (len + tiles - 1) / tiles;
+  step = (step + 15) / 16 * 16;
+  tiles = (len + step - 1) / step;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+  for (int t = 0; t < tiles; ++t) {
+    const int lo = t * step, cnt = std::min(step, len - lo);
+    if (split_rows) {
+      const float* at = trans_a ? a + lo : a + static_cast<size_t>(lo) * lda;
+      sgemm1(trans_a, trans_b, cnt, n, k, alpha, at, lda, b, ldb, beta, c + static_cast<size_t>(lo) * ldc, ldc);
+    } else {
+      const float* bt = trans_b ? b + static_cast<size_t>(lo) * ldb : b + lo;
+      sgemm1(trans_a, trans_b, m, cnt, k, alpha, a, lda, bt, ldb, beta, c + lo, ldc);
+    }
+  }
 }
 
 void gemm_ref(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

@@ -1,7 +1,9 @@
 // Row-major sgemm over OpenBLAS (the OpenMP build when installed: one thread pool with trinity's
 // kernels). Before any library loads, an ELF preinit hook sets OPENBLAS_CORETYPE=SkylakeX on
-// AVX-512 CPUs (Debian's OpenBLAS 0.3.21 otherwise picks slow generic kernels), re-executing the
-// binary once so the library sees it; a value the user set is kept.
+// AVX-512 CPUs (Debian's OpenBLAS 0.3.21 otherwise picks slow generic kernels) and a short OpenMP
+// spin (GOMP_SPINCOUNT=3000: idle workers sleep soon, which keeps other processes on the same cores
+// from stalling us), re-executing the binary once so the libraries see them; values the user set
+// are kept. Large products run as dynamically scheduled single-threaded tiles (see gemm).
 #pragma once
 
 namespace trinity::tensor {

@@ -1,10 +1,9 @@
 // Fast CPU kernels (see kernels.h). Row loops run on the OpenMP pool; matmuls go to BLAS sgemm.
-// Reductions over rows (dweight) use per-thread partial sums, reduced in a fixed order so results do
-// not depend on scheduling.
+// Reductions over rows (dweight) use partial sums per fixed block of rows, reduced in block order so
+// results depend neither on the thread count nor on scheduling.
 #include "tensor/kernels.h"
 
-#include <omp.h>
-
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -51,29 +50,33 @@ void rmsnorm_forward(float* out, float* rstd, const float* in, const float* w, i
 
 void rmsnorm_backward(float* din, float* dw, const float* dout, const float* in, const float* w,
                       const float* rstd, int64_t n, int64_t c) {
-  const int nt = num_threads();
-  std::vector<float> partial(static_cast<size_t>(nt) * static_cast<size_t>(c), 0.0f);
-#pragma omp parallel num_threads(nt)
-  {
-    float* pdw = partial.data() + static_cast<size_t>(omp_get_thread_num()) * static_cast<size_t>(c);
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* x = in + i * c;
-      const float* g = dout + i * c;
-      float* dx = din + i * c;
-      const float r = rstd[i];
-      float dot = 0.0f;  // sum_j g_j w_j x_j
+  // dw: one partial sum per fixed block of rows (blocks are taken dynamically), added in block
+  // order: the result does not depend on the thread count or on which thread ran a block.
+  constexpr int64_t kRows = 32;
+  const int64_t blocks = (n + kRows - 1) / kRows;
+  std::vector<float> partial(dw ? static_cast<size_t>(blocks) * static_cast<size_t>(c) : 0, 0.0f);
+  parallel_for(
+      blocks,
+      [&](int64_t b) {
+        float* pdw = dw ? partial.data() + static_cast<size_t>(b) * static_cast<size_t>(c) : nullptr;
+        for (int64_t i = b * kRows; i < std::min(n, (b + 1) * kRows); ++i) {
+          const float* x = in + i * c;
+          const float* g = dout + i * c;
+          float* dx = din + i * c;
+          const float r = rstd[i];
+          float dot = 0.0f;  // sum_j g_j w_j x_j
 #pragma omp simd reduction(+ : dot)
-      for (int64_t j = 0; j < c; ++j) dot += g[j] * w[j] * x[j];
-      const float k = dot * r * r * r / static_cast<float>(c);
-      for (int64_t j = 0; j < c; ++j) {
-        dx[j] += g[j] * w[j] * r - k * x[j];
-        if (dw) pdw[j] += g[j] * x[j] * r;
-      }
-    }
-  }
-  for (int t = 0; t < nt && dw; ++t) {
-    const float* p = partial.data() + static_cast<size_t>(t) * static_cast<size_t>(c);
+          for (int64_t j = 0; j < c; ++j) dot += g[j] * w[j] * x[j];
+          const float k = dot * r * r * r / static_cast<float>(c);
+          for (int64_t j = 0; j < c; ++j) {
+            dx[j] += g[j] * w[j] * r - k * x[j];
+            if (pdw) pdw[j] += g[j] * x[j] * r;
+          }
+        }
+      },
+      6 * c * kRows);
+  for (int64_t b = 0; b < blocks && dw; ++b) {
+    const float* p = partial.data() + static_cast<size_t>(b) * static_cast<size_t>(c);
     for (int64_t j = 0; j < c; ++j) dw[j] += p[j];
   }
 }

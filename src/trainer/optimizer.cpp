@@ -1,9 +1,9 @@
 // AdamW, clipping and LR schedules (see optimizer.h).
 #include "trainer/optimizer.h"
 
-#include <omp.h>
-
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "core/error.h"
 #include "core/parallel.h"
@@ -42,9 +42,17 @@ void AdamW::step(float* params, const float* grads, double lr) {
 }
 
 double grad_norm(const float* grads, int64_t n) {
+  // Partial sums per fixed block, added in block order: independent of threads and scheduling.
+  constexpr int64_t kBlock = 65536;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(static_cast<size_t>(blocks), 0.0);
+  parallel_for(blocks, [&](int64_t b) {
+    double s = 0.0;
+    for (int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) s += static_cast<double>(grads[i]) * grads[i];
+    partial[static_cast<size_t>(b)] = s;
+  });
   double total = 0.0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
-  for (int64_t i = 0; i < n; ++i) total += static_cast<double>(grads[i]) * grads[i];
+  for (double s : partial) total += s;
   return std::sqrt(total);
 }
 

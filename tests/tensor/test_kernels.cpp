@@ -2,9 +2,10 @@
 // against finite differences of the forward.
 #include <gtest/gtest.h>
 
+#include "core/parallel.h"
+#include "fd.h"
 #include "tensor/blas.h"
 #include "tensor/kernels.h"
-#include "fd.h"
 
 using namespace trinity;
 using namespace trinity::tensor;
@@ -45,6 +46,60 @@ TEST(Kernels, EmbeddingForwardBackward) {
     embedding_forward(out.data(), ids.data(), wte.data(), n, c);
     return dot(out, dout);
   }, "dwte");
+}
+
+// Large products run as dynamically scheduled tiles along C's longer side (rows when m >= n):
+// ragged last tiles, every transpose and row strides wider than the matrix; results equal the
+// reference and are bitwise the same whichever thread count or schedule ran them.
+TEST(Kernels, GemmTilesMatchReferenceAndDoNotDependOnThreads) {
+  const int saved = num_threads();
+  const int shapes[][3] = {{301, 70, 200}, {70, 333, 150}};
+  for (const auto& s : shapes)
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        const int m = s[0], n = s[1], k = s[2];
+        const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 5, ldc = n + 7;
+        auto a = randn(static_cast<size_t>((ta ? k : m) * lda), 1);
+        auto b = randn(static_cast<size_t>((tb ? n : k) * ldb), 2);
+        const auto c0 = randn(static_cast<size_t>(m * ldc), 3);
+        auto ref = c0;
+        gemm_ref(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, ref.data(), ldc);
+        std::vector<float> first;
+        for (int nt : {3, 2, 1, 3}) {
+          set_num_threads(nt);
+          auto c = c0;
+          gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(), ldc);
+          expect_close(c, ref, 1e-4, "tiled gemm");
+          if (first.empty()) {
+            first = c;
+          } else if (nt == 3) {
+            EXPECT_EQ(c, first) << "3 threads twice gave different bits";
+          }
+        }
+      }
+  set_num_threads(saved);
+}
+
+// dweight sums fixed blocks of rows in block order: the same bits for any thread count.
+TEST(Kernels, RmsnormBackwardDweightDoesNotDependOnThreads) {
+  const int saved = num_threads();
+  const int64_t n = 203, c = 64;
+  auto x = randn(static_cast<size_t>(n * c), 21), w = randn(static_cast<size_t>(c), 22);
+  std::vector<float> y(x.size()), r(n);
+  rmsnorm_forward(y.data(), r.data(), x.data(), w.data(), n, c, 1e-6f);
+  auto dy = randn(y.size(), 23);
+  std::vector<float> first;
+  for (int nt : {1, 2, 3}) {
+    set_num_threads(nt);
+    std::vector<float> dx(x.size(), 0.0f), dw(static_cast<size_t>(c), 0.0f);
+    rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), r.data(), n, c);
+    if (first.empty()) {
+      first = dw;
+    } else {
+      EXPECT_EQ(dw, first) << nt << " threads";
+    }
+  }
+  set_num_threads(saved);
 }
 
 TEST(Kernels, RmsnormMatchesReferenceAndGradients) {
