@@ -67,8 +67,8 @@ int cmd_version(const Argv& argv) {
   // A core forced by OPENBLAS_CORETYPE: trinity's own (AVX-512 CPUs, tensor/blas.h) or the user's.
   std::string forced;
   if (const char* ct = std::getenv("OPENBLAS_CORETYPE"))
-    forced =
-        strcat("; OPENBLAS_CORETYPE=", ct, std::getenv("TRINITY_REEXEC") ? " set by trinity" : " from the environment");
+    forced = strcat("; OPENBLAS_CORETYPE=", ct,
+                    std::getenv("TRINITY_SET_CORETYPE") ? " set by trinity" : " from the environment");
   std::printf("blas core:  %s (%s, %d threads%s)\n", tensor::blas_core_name(), tensor::blas_threading(),
               tensor::blas_threads(), forced.c_str());
   std::printf("threads:    %d (TRINITY_THREADS overrides)\n", num_threads());

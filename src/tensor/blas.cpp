@@ -39,13 +39,16 @@ bool env_has(char** envp, const char* key) {
 void trinity_preinit(int, char** argv, char** envp) {
   if (argv == nullptr || envp == nullptr || env_has(envp, "TRINITY_REEXEC")) return;
   static char coretype[] = "OPENBLAS_CORETYPE=SkylakeX";
+  static char coretype_marker[] = "TRINITY_SET_CORETYPE=1";  // for `trinity --version`
   static char spincount[] = "GOMP_SPINCOUNT=3000";
   static char marker[] = "TRINITY_REEXEC=1";
-  char* extra[3];
+  char* extra[4];
   int n_extra = 0;
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && !env_has(envp, "OPENBLAS_CORETYPE"))
+  if (__builtin_cpu_supports("avx512f") && !env_has(envp, "OPENBLAS_CORETYPE")) {
     extra[n_extra++] = coretype;
+    extra[n_extra++] = coretype_marker;
+  }
   if (!env_has(envp, "GOMP_SPINCOUNT") && !env_has(envp, "OMP_WAIT_POLICY")) extra[n_extra++] = spincount;
   if (n_extra == 0) return;
   extra[n_extra++] = marker;
