@@ -104,9 +104,8 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const fl
   int step = (len + tiles - 1) / tiles;
   step = (step + 15) / 16 * 16;
   tiles = (len + step - 1) / step;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-  for (int t = 0; t < tiles; ++t) {
-    const int lo = t * step, cnt = std::min(step, len - lo);
+  parallel_for_dynamic(tiles, [&](int64_t t) {
+    const int lo = static_cast<int>(t) * step, cnt = std::min(step, len - lo);
     if (split_rows) {
       const float* at = trans_a ? a + lo : a + static_cast<size_t>(lo) * lda;
       sgemm1(trans_a, trans_b, cnt, n, k, alpha, at, lda, b, ldb, beta, c + static_cast<size_t>(lo) * ldc, ldc);
@@ -114,7 +113,7 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const fl
       const float* bt = trans_b ? b + static_cast<size_t>(lo) * ldb : b + lo;
       sgemm1(trans_a, trans_b, m, cnt, k, alpha, a, lda, bt, ldb, beta, c + lo, ldc);
     }
-  }
+  });
 }
 
 void gemm_ref(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
