@@ -145,13 +145,27 @@ inline std::vector<int64_t> metric_steps(const std::vector<json>& m, const std::
   return v;
 }
 
+// Removes the scratch root when the test binary exits with every test passed; a failed run keeps it
+// for inspection (each binary's root is ~70 MB: hundreds of kept ones filled developers' /tmp).
+struct ScratchRootCleanup {
+  std::string path;
+  ~ScratchRootCleanup() {
+    if (!path.empty() && !::testing::UnitTest::GetInstance()->Failed()) {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  }
+};
+
 // A scratch root with model/ (qwen2, 1 layer, bytes tokenizer) and data/{train,eval,sft}.jsonl.
 // Made once per test binary; each test makes its own job under <root>/ckpt.
 inline const std::string& shared_root() {
+  static ScratchRootCleanup cleanup;
   static const std::string root = [] {
     const std::string r = (fs::temp_directory_path() / ("trinity-launcher-test-" + std::to_string(getpid()))).string();
     fs::remove_all(r);
     fs::create_directories(r);
+    cleanup.path = r;
     const RunOut m = trinity({"init-model", "--arch", "qwen2", "--hidden", "32", "--layers", "1", "--heads", "2",
                               "--intermediate", "64", "--max-pos", "64", "--tokenizer", "bytes", "--seed", "1", "--out",
                               r + "/model"},

@@ -28,6 +28,7 @@ namespace {
 constexpr int kGroup = 4, kTasks = 4;  // 16 experiences a step
 
 const std::string& root() {
+  static ScratchRootCleanup cleanup;
   static const std::string r = [] {
     // mpirun refuses root unless told; in containers the shared-memory transport's single-copy
     // mechanism (CMA) is often not permitted, and binding would pin a 2-thread rank to one core.
@@ -44,6 +45,7 @@ const std::string& root() {
     const std::string d = (fs::temp_directory_path() / ("trinity-dist-test-" + std::to_string(getpid()))).string();
     fs::remove_all(d);
     fs::create_directories(d);
+    cleanup.path = d;
     const RunOut m =
         trinity({"init-model", "--arch", "qwen2", "--hidden", "64", "--layers", "2", "--heads", "4", "--intermediate",
                  "128", "--max-pos", "96", "--tokenizer", "bytes", "--seed", "5", "--out", d + "/model"},

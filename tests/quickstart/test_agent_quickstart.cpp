@@ -1,7 +1,7 @@
 // The agent quickstart end to end (examples/agents/add_agent.yaml): a tiny model, SFT-warmed on
 // conversations that call a tool in 30 % of the cases, is trained with GRPO through command_workflow
 // running the standard-library Python agent examples/agents/add_agent.py. The greedy eval reward must
-// rise by at least 0.2 over the GRPO stage's first eval (the SFT model) within 10 minutes on 2 cores,
+// rise by at least 0.4 over the GRPO stage's first eval (the SFT model) within 10 minutes on 2 cores,
 // and the model must have learned to call the tool.
 #include <gtest/gtest.h>
 
@@ -55,10 +55,9 @@ TEST(AgentQuickstart, GrpoTeachesThePythonAgentsModelToUseItsTool) {
     if (step > eval.begin()->first) best = std::max(best, v);
   for (const auto& [step, v] : tools) best_tools = std::max(best_tools, v);
   std::printf("  eval reward: first %.3f, best %.3f; tool use up to %.2f; %.0f s\n", first, best, best_tools, secs);
-  // 0.3 when the example landed (0.0 -> 0.5-0.9); builds since 2026-12-02 reach 0.41-0.47 from 0.125
-  // (a regression not yet bisected: docs/agents.md), so 0.3 failed about half the runs. 0.2 still fails
-  // a run that does not learn (collapsed runs stayed at <= 0.125).
-  EXPECT_GE(best - first, 0.2) << "eval reward did not rise by 0.2";
+  // Measured with the example's GRPO lr of 3e-4: 0.0 -> 0.86-1.0 by step 20 in three seeds. At 1e-3
+  // the runs that collapsed (tool calls degraded, then abandoned) stayed at <= 0.22.
+  EXPECT_GE(best - first, 0.4) << "eval reward did not rise by 0.4";
   EXPECT_GE(best_tools, 0.5) << "the model did not learn to call the tool";
   fs::remove_all(dir);
 }
