@@ -72,6 +72,13 @@ int cmd_version(const Argv& argv) {
   std::printf("blas core:  %s (%s, %d threads%s)\n", tensor::blas_core_name(), tensor::blas_threading(),
               tensor::blas_threads(), forced.c_str());
   std::printf("threads:    %d (TRINITY_THREADS overrides)\n", num_threads());
+  // The start-up defaults (tensor/blas.cpp) as this process got them: trinity's unless set before.
+  auto env_or = [](const char* k) {
+    const char* v = std::getenv(k);
+    return v ? std::string(v) : std::string("(unset)");
+  };
+  std::printf("runtime:    GOMP_SPINCOUNT=%s, GLIBC_TUNABLES=%s\n", env_or("GOMP_SPINCOUNT").c_str(),
+              env_or("GLIBC_TUNABLES").c_str());
   return 0;
 }
 

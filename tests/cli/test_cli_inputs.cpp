@@ -361,3 +361,17 @@ TEST_F(CliInputs, VersionNamesReleaseCommitBuildAndBlas) {
   EXPECT_TRUE(r.err.empty()) << r.err;
   expect_one_error_line(run("version --verbose"), "unknown flag '--verbose'");
 }
+
+// Every binary starts with short OpenMP spins and malloc's huge-page advice (tensor/blas.cpp), and
+// keeps what the user set instead.
+TEST_F(CliInputs, VersionShowsTheStartupRuntimeDefaultsAndKeepsTheUsers) {
+  const std::string clean = "env -u GLIBC_TUNABLES -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY TRINITY_THREADS=1";
+  Result r = run("version", clean);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nruntime:    GOMP_SPINCOUNT=3000, GLIBC_TUNABLES=glibc.malloc.hugetlb=1"), std::string::npos)
+      << r.out;
+  r = run("version", clean + " GLIBC_TUNABLES=glibc.malloc.check=0 GOMP_SPINCOUNT=7");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nruntime:    GOMP_SPINCOUNT=7, GLIBC_TUNABLES=glibc.malloc.check=0"), std::string::npos)
+      << r.out;
+}
