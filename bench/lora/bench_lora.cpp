@@ -7,8 +7,6 @@
 // Usage: bench_lora SHAPE lora|full CKPT(0|1) [batch] [seq] [steps] [rank] [micro_tokens] [f32|bf16]
 // (the last: how the frozen base's layer weights are held with LoRA; bf16 = a bf16 checkpoint's
 // WeightStorage::kBF16).
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +14,7 @@
 #include <vector>
 
 #include "../bench_shapes.h"
+#include "../bench_util.h"
 #include "algorithm/preset.h"
 #include "core/parallel.h"
 #include "core/rng.h"
@@ -24,44 +23,6 @@
 #include "trainer/trainer.h"
 
 using namespace trinity;
-
-namespace {
-
-double peak_rss_gib() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB
-}
-
-// Weights for a timing / memory benchmark: U(-0.02, 0.02) from a counter hash (init_random's normal
-// draws take minutes at 7B), norms at 1; bf16-held weights get their rounded values. The values do
-// not change the work done.
-void fast_init(model::Transformer& m) {
-  const auto views = m.param_tensors();
-  for (size_t k = 0; k < views.size(); ++k) {
-    const auto& t = views[k];
-    const int64_t n = t.numel();
-    const bool norm = m.param_specs()[k].name.find("norm") != std::string::npos;
-    const bool bf16 = t.dtype() == tensor::DType::kBF16;
-    void* p = const_cast<void*>(t.data());  // a view of the model's own weights
-    parallel_for((n + 65535) / 65536,
-                 [&](int64_t b) {
-                   const int64_t e = std::min(n, (b + 1) * 65536);
-                   for (int64_t i = b * 65536; i < e; ++i) {
-                     uint64_t x = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-                     x = (x ^ (x >> 31)) * 0xBF58476D1CE4E5B9ull;
-                     const float v = norm ? 1.0f : (static_cast<float>(x >> 40) * 0x1.0p-24f - 0.5f) * 0.04f;
-                     if (bf16)
-                       static_cast<uint16_t*>(p)[i] = tensor::f32_to_bf16(v);
-                     else
-                       static_cast<float*>(p)[i] = v;
-                   }
-                 },
-                 1);
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 4) {
@@ -88,7 +49,7 @@ int main(int argc, char** argv) {
   Timer setup;
   model::Transformer m(bench::shape_config(*s), model::HeadKind::kLm,
                        bf16_base ? model::WeightStorage::kBF16 : model::WeightStorage::kF32);
-  fast_init(m);
+  bench::fast_init(m);
   if (lora) {
     model::LoraConfig lc;
     lc.rank = rank;
@@ -132,6 +93,6 @@ int main(int argc, char** argv) {
               static_cast<long long>(tr.actor().num_params() + tr.actor().num_held()),
               static_cast<long long>(tr.actor().num_trainable()), static_cast<long long>(batch * seq), total / steps,
               ref_s / steps, upd_s / steps, setup_s, static_cast<double>(tr.actor().activation_bytes()) / (1 << 30),
-              peak_rss_gib());
+              bench::peak_rss_gib());
   return 0;
 }

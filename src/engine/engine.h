@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/sampling.h"
+#include "model/infer_weights.h"
 #include "model/transformer.h"
 
 namespace trinity::tok {
@@ -96,6 +97,10 @@ struct EngineOptions {
   int64_t max_running = 256;        // samples decoding at once
   SwapPolicy swap_policy = SwapPolicy::kFinish;
   WeightFormat weight_format = WeightFormat::kF32Packed;
+  // A model with LoRA adapters (a LoRA trainer's snapshot; model/infer_weights.h): kUnmerged packs
+  // the base once and, at each update_weights with the same frozen base, only the adapters, which
+  // every linear then adds (s·(x A^T) B^T); kMerged repacks W + s·B A whole at each update.
+  model::LoraPacking lora_packing = model::LoraPacking::kUnmerged;
   // Prefix caching: full KV pages of prompts are kept by content after their prefill and reused by
   // later prompts that start with the same tokens (multi-turn conversations, shared system prompts,
   // GRPO repeats); cache-only pages are evicted LRU when admission or decode needs pages, and all are

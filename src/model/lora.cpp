@@ -304,9 +304,10 @@ int64_t Transformer::num_trainable() const {
 
 namespace {
 
-// Calls fn(weight name, A, B) for every adapted linear of `m`, layer-major.
+// Calls fn(layer, module, A, B) for every adapted linear of `m`, layer-major; `views` are the
+// adapters' tensors (or their gradients) in lora_specs order.
 template <typename Fn>
-void for_each_adapter(const Transformer& m, const std::vector<tensor::Tensor>& views, Fn&& fn) {
+void for_each_adapter_at(const Transformer& m, const std::vector<tensor::Tensor>& views, Fn&& fn) {
   const auto on = m.lora_config().targets();
   const auto& specs = m.lora_specs();
   size_t k = 0;
@@ -314,9 +315,17 @@ void for_each_adapter(const Transformer& m, const std::vector<tensor::Tensor>& v
     for (int t = 0; t < kLoraTargets; ++t) {
       if (!on[static_cast<size_t>(t)]) continue;
       TRINITY_ASSERT(specs[k].name.find(kPaths[t]) != std::string::npos, "LoRA spec order");
-      fn(strcat("model.layers.", l, ".", kPaths[t], ".weight"), views[k], views[k + 1]);
+      fn(l, t, views[k], views[k + 1]);
       k += 2;
     }
+}
+
+// The same, by the adapted weight's HF name.
+template <typename Fn>
+void for_each_adapter(const Transformer& m, const std::vector<tensor::Tensor>& views, Fn&& fn) {
+  for_each_adapter_at(m, views, [&](int64_t l, int t, const tensor::Tensor& A, const tensor::Tensor& B) {
+    fn(strcat("model.layers.", l, ".", kPaths[t], ".weight"), A, B);
+  });
 }
 
 // W [out, in] += s · B [out, r] A [r, in]
@@ -327,6 +336,11 @@ void merge_into(float* w, const tensor::Tensor& A, const tensor::Tensor& B, floa
 }
 
 }  // namespace
+
+void for_each_lora_adapter(const Transformer& m,
+                           const std::function<void(int64_t, int, const tensor::Tensor&, const tensor::Tensor&)>& fn) {
+  if (m.has_lora()) for_each_adapter_at(m, m.lora_tensors(), fn);
+}
 
 Transformer merged_copy(const Transformer& m) {
   Transformer c(m.config(), m.head());  // fp32: bf16-held weights widen exactly

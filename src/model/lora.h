@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,10 +67,16 @@ void load_adapter(Transformer& m, const std::string& dir);
 Transformer merged_copy(const Transformer& m);
 
 // A copy of `m` as it is held (same WeightStorage) with its adapters (enabled, not training): what the
-// rollout engine takes after a sync. pack_infer_weights merges the adapters into its packed copy
-// (the same values as merged_copy's), so the engine decodes at plain-model speed while the copy
-// keeps the base in bf16 when it is: 2 bytes per base weight instead of a merged fp32 copy's 4.
+// rollout engine takes after a sync. A bf16-held base is shared with `m`, not copied (it is frozen).
+// pack_infer_weights packs the base and the adapters apart (LoraPacking::kUnmerged, the engine's
+// default: the packed base is reused while the base is the same) or merged (the same values as
+// merged_copy's).
 Transformer adapted_copy(const Transformer& m);
+
+// Calls fn(layer, module (lora_module_name order), A [r, in], B [out, r]) for every adapter of `m`
+// (views of its weights), layer-major; nothing without adapters.
+void for_each_lora_adapter(const Transformer& m,
+                           const std::function<void(int64_t, int, const tensor::Tensor&, const tensor::Tensor&)>& fn);
 
 // Writes to out [w.numel()] the fp32 values of weight `name` (= w, a view of m's parameter) that `m`
 // computes: W (widened when bf16-held), plus s · B A when the linear is adapted and the adapters are

@@ -56,6 +56,7 @@ struct InferSeg {
 // Buffers an inference caller reuses across steps (one per engine thread).
 struct InferScratch {
   std::vector<float> x, ln, q, k, v, att, gate, up, rstd, qrstd, krstd, hrows;
+  std::vector<float> lora_h;  // [N, r]: x A^T of an unmerged adapter
   std::vector<int32_t> positions;
   std::vector<float> cos_t, sin_t;
   int64_t rope_positions = 0;
@@ -92,6 +93,11 @@ class Transformer {
   int64_t num_held() const { return n_held_; }
   uint16_t* held();  // this model's own copy (unshared first)
   const uint16_t* held() const { return held_; }
+  // Identity of a frozen base, the key for reusing its packed copy (pack_infer_weights): the
+  // bf16-held storage of a model with LoRA adapters, which adapted_copy shares with the trainer's
+  // actor (whose base never changes); null for any other model. Equal and non-null for two live
+  // models: the same base weights.
+  const void* frozen_base_id() const { return has_lora() ? held_ : nullptr; }
   // Copies every weight of `src` (same config and head; any storage: bf16 values widen exactly,
   // fp32 values round to nearest even into bf16-held slots).
   void copy_weights_from(const Transformer& src);

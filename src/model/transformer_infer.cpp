@@ -27,10 +27,10 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
                                 const InferWeights* pw) const {
   TRINITY_ASSERT(head_ == HeadKind::kLm, "forward_infer needs the LM head");
   const auto& im = *impl_;
-  if (im.lora && im.lora->enabled && !(pw && pw->lora_merged))
+  if (im.lora && im.lora->enabled && !(pw && (pw->lora_merged || pw->lora_unmerged())))
     throw UnsupportedError("model",
                            "inference on a model with LoRA adapters reads packed copies with the adapters "
-                           "merged (pack_infer_weights(m)), or serve model::merged_copy(m)");
+                           "(pack_infer_weights(m)), or serve model::merged_copy(m)");
   if (storage_ == WeightStorage::kBF16 && !pw)
     throw UnsupportedError("model",
                            "inference on bf16-held layer weights reads packed copies: pass "
@@ -95,9 +95,21 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
       linear_forward(y, xin, wm, b, rows, ic, oc);
     }
   };
+  // Unmerged LoRA: y += (x A^T) (s·B)^T after the base linear, with the same batch-invariant kernels.
+  const bool unmerged = pw && pw->lora_unmerged();
+  auto adapt = [&](float* y, const float* xin, size_t l, int t) {
+    if (!unmerged) return;
+    const auto& ad = pw->adapters[l][static_cast<size_t>(t)];
+    if (ad.a.empty()) return;
+    float* h = fit(sc.lora_h, r * ad.a.oc());
+    packed_linear(h, xin, ad.a, nullptr, r, false);
+    packed_linear(y, h, ad.b, nullptr, r, true);
+  };
   if (pw) {
-    TRINITY_ASSERT(static_cast<int64_t>(pw->layers.size()) == cfg_.num_hidden_layers, "packed weights do not match the model");
-    const auto& l0 = pw->layers[0];
+    TRINITY_ASSERT(pw->base && static_cast<int64_t>(pw->base->layers.size()) == cfg_.num_hidden_layers &&
+                       (!unmerged || static_cast<int64_t>(pw->adapters.size()) == cfg_.num_hidden_layers),
+                   "packed weights do not match the model");
+    const auto& l0 = pw->base->layers[0];
     TRINITY_ASSERT(l0.qkv.parts() == 3 && l0.qkv.part_oc(0) == nh * hs && l0.qkv.part_oc(1) == kvd &&
                        l0.gate_up.parts() == 2 && l0.gate_up.part_oc(0) == I,
                    "packed weights do not match the model");
@@ -106,12 +118,15 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
   embedding_forward(x, tokens.data(), im.wte, r, c);
   for (size_t l = 0; l < im.lp.size(); ++l) {
     const auto& w = im.lp[l];
-    const InferWeights::Layer* p = pw ? &pw->layers[l] : nullptr;
+    const InferWeights::Layer* p = pw ? &pw->base->layers[l] : nullptr;
     const int64_t layer = static_cast<int64_t>(l);
     rmsnorm_forward(ln, rstd, x, w.ln1, r, c, eps);
     if (use_packed) {
       const PackedOut outs[] = {{q, w.bq}, {k, w.bk}, {v, w.bv}};
       packed_linear_parts(outs, ln, p->qkv, r);
+      adapt(q, ln, l, 0);
+      adapt(k, ln, l, 1);
+      adapt(v, ln, l, 2);
     } else {
       lin(q, ln, w.wq, nullptr, w.bq, r, c, nh * hs, false);
       lin(k, ln, w.wk, nullptr, w.bk, r, c, kvd, false);
@@ -158,17 +173,21 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
     }, item_work);
     // x += att Wo^T (+ bo)
     lin(x, att, w.wo, p ? &p->wo : nullptr, nullptr, r, nh * hs, c, true);
+    adapt(x, att, l, 3);
     if (w.bo) parallel_for(r, [&](int64_t i) { for (int64_t j = 0; j < c; ++j) x[i * c + j] += w.bo[j]; }, c);
     rmsnorm_forward(ln, rstd, x, w.ln2, r, c, eps);
     if (use_packed) {
       const PackedOut outs[] = {{gate, nullptr}, {up, nullptr}};
       packed_linear_parts(outs, ln, p->gate_up, r);
+      adapt(gate, ln, l, 4);
+      adapt(up, ln, l, 5);
     } else {
       lin(gate, ln, w.wg, nullptr, nullptr, r, c, I, false);
       lin(up, ln, w.wu, nullptr, nullptr, r, c, I, false);
     }
     swiglu_forward(gate, gate, up, r * I);
     lin(x, gate, w.wd, p ? &p->wd : nullptr, nullptr, r, I, c, true);
+    adapt(x, gate, l, 6);
   }
   // Final norm and logits only for the requested rows.
   const int64_t m = static_cast<int64_t>(logit_rows.size());
@@ -182,7 +201,7 @@ void Transformer::forward_infer(const std::vector<int32_t>& tokens, const std::v
   }
   rmsnorm_forward(hrows, rstd, hrows, im.lnf, m, c, eps);
   if (pw)
-    packed_linear(logits.data(), hrows, pw->head, nullptr, m, false);
+    packed_linear(logits.data(), hrows, pw->base->head, nullptr, m, false);
   else
     linear_forward(logits.data(), hrows, im.whead, nullptr, m, c, V);
 }

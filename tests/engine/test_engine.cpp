@@ -10,9 +10,11 @@
 #include <optional>
 #include <thread>
 
-#include "core/error.h"
 #include "common/tiny_config.h"
+#include "core/error.h"
+#include "core/rng.h"
 #include "engine/engine.h"
+#include "model/lora.h"
 #include "tokenizer/tokenizer.h"
 
 #include <fstream>
@@ -236,6 +238,46 @@ TEST(Engine, WeightSwapChangesVersionAndLogprobs) {
   EXPECT_EQ(b.model_version, 2);
   auto want = recompute(*m2, {4, 5, 6}, b.token_ids, 1.0f);
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(b.logprobs[i], want[i], 1e-4);
+}
+
+// A LoRA trainer's snapshots (bf16-held base + adapters): by default the engine packs the base once
+// and only the adapters at each update (the packed base is the same object), and what it samples
+// has the trainer's logprobs, base + adapters, before and after the update; kMerged repacks whole.
+TEST(Engine, LoraSnapshotsReuseThePackedBaseAndMatchTheTrainer) {
+  for (model::LoraPacking packing : {model::LoraPacking::kUnmerged, model::LoraPacking::kMerged}) {
+    auto f = make_model(21);
+    model::Transformer actor(f->config(), model::HeadKind::kLm, model::WeightStorage::kBF16);
+    actor.copy_weights_from(*f);
+    model::LoraConfig lc;
+    lc.rank = 4;
+    lc.alpha = 8;
+    actor.add_lora(lc, 3);
+    auto perturb = [&](uint64_t seed) {
+      Rng r(seed);
+      for (auto& t : actor.lora_tensors())
+        for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = static_cast<float>(r.normal()) * 0.3f;
+    };
+    perturb(1);
+    EngineOptions o = small_opts();
+    o.lora_packing = packing;
+    Engine e(std::make_shared<const model::Transformer>(model::adapted_copy(actor)), 1, nullptr, o);
+    SamplingParams p;
+    p.max_tokens = 8;
+    p.ignore_eos = true;
+    p.seed = 5;
+    const auto base1 = e.current().second->base;
+    for (int version : {1, 2}) {
+      const auto c = e.generate({4, 5, 6}, p).completions[0];
+      EXPECT_EQ(c.model_version, version);
+      const auto want = recompute(actor, {4, 5, 6}, c.token_ids, 1.0f);
+      for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(c.logprobs[i], want[i], 1e-4) << i;
+      if (version == 2) break;
+      perturb(2);
+      e.update_weights(std::make_shared<const model::Transformer>(model::adapted_copy(actor)), 2);
+    }
+    EXPECT_EQ(e.current().second->lora_unmerged(), packing == model::LoraPacking::kUnmerged);
+    EXPECT_EQ(e.current().second->base == base1, packing == model::LoraPacking::kUnmerged);
+  }
 }
 
 // The default policy (kFinish): a request running when new weights arrive finishes on the weights it

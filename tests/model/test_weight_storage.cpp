@@ -6,6 +6,8 @@
 // training of a held model is refused with a clear error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -219,4 +221,53 @@ TEST(WeightStorage, SnapshotsShareTheFrozenBase) {
   mine[0] ^= 0x1;
   p.held.forward(bt, b, ent);
   EXPECT_TRUE(same_bits(a, b));
+}
+
+// LoraPacking::kUnmerged (the engine's default for a LoRA snapshot): the base packed as held plus
+// A and s·B apart computes what the merged copy computes (to rounding: the sums differ); a new
+// version with the same frozen base reuses the packed base and decodes exactly what a fresh pack
+// decodes; a different base or dtype packs its own.
+TEST(WeightStorage, UnmergedAdaptersMatchTheMergedCopyAndReuseTheFrozenBase) {
+  Pair p = pair(Arch::kQwen2);
+  p.held.add_lora(lora4(), 7);
+  randomise_adapters(p.held);
+  const Transformer snap = adapted_copy(p.held);
+  const auto pu = pack_infer_weights(snap, tensor::PackDType::kF32, LoraPacking::kUnmerged);
+  const auto pm = pack_infer_weights(snap, tensor::PackDType::kF32, LoraPacking::kMerged);
+  ASSERT_TRUE(pu->lora_unmerged() && !pu->lora_merged && pm->lora_merged && !pm->lora_unmerged());
+  EXPECT_TRUE(pu->base_id != nullptr && pu->base_id == snap.frozen_base_id());
+  EXPECT_GT(pu->bytes(), pm->bytes()) << "the adapters come on top of the base";
+  const std::vector<float> lu = infer_logits(snap, pu.get()), lm = infer_logits(snap, pm.get());
+  Transformer off = adapted_copy(p.held);
+  off.set_lora_enabled(false);
+  const std::vector<float> lo = infer_logits(off, pack_infer_weights(off, tensor::PackDType::kF32).get());
+  ASSERT_EQ(lu.size(), lm.size());
+  float max_diff = 0, max_effect = 0;
+  for (size_t i = 0; i < lu.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(lu[i] - lm[i]));
+    max_effect = std::max(max_effect, std::abs(lm[i] - lo[i]));
+  }
+  EXPECT_LT(max_diff, 1e-4f);
+  EXPECT_GT(max_effect, 1e-2f) << "the adapters change the logits";
+
+  // The next version (new adapters, same base): the packed base is reused, the logits are a fresh pack's.
+  for (auto& t : p.held.lora_tensors())
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] *= -0.5f;
+  const Transformer snap2 = adapted_copy(p.held);
+  ASSERT_EQ(snap2.frozen_base_id(), snap.frozen_base_id());
+  const auto pu2 = pack_infer_weights(snap2, tensor::PackDType::kF32, LoraPacking::kUnmerged, pu.get());
+  const auto fresh = pack_infer_weights(snap2, tensor::PackDType::kF32, LoraPacking::kUnmerged);
+  EXPECT_EQ(pu2->base, pu->base);
+  EXPECT_NE(fresh->base, pu->base);
+  const std::vector<float> l2 = infer_logits(snap2, pu2.get());
+  EXPECT_TRUE(same_bits(l2, infer_logits(snap2, fresh.get())));
+  EXPECT_FALSE(same_bits(l2, lu));
+  // Another base, or another panel dtype: packed anew.
+  Pair other = pair(Arch::kQwen2);
+  other.held.add_lora(lora4(), 7);
+  const Transformer osnap = adapted_copy(other.held);
+  EXPECT_NE(pack_infer_weights(osnap, tensor::PackDType::kF32, LoraPacking::kUnmerged, pu.get())->base, pu->base);
+  EXPECT_NE(pack_infer_weights(snap2, tensor::PackDType::kBF16, LoraPacking::kUnmerged, pu.get())->base, pu->base);
+  // A model without adapters has no frozen base to share.
+  EXPECT_EQ(p.f32.frozen_base_id(), nullptr);
 }
