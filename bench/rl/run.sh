@@ -30,7 +30,10 @@
 # snapshot, time/sync_weight), engine_update_s (time/wait_sync - train - snapshot: the explorer's merge
 # and repack of the rollout weights, estimated); PyTorch's sync_s (re-merging W + scale B A); and peak
 # RSS. One qwen05 pair takes ~4 minutes at STEPS=4 on 2 cores, one qwen15 pair ~10 (estimates).
-# Usage: [RUNS=3] [STEPS=20|4] [CKPT=0|1] [TRINITY_CKPT=] [TORCH_CKPT=] [MALLOC_HUGETLB=1|0]
+# trinity runs with its default trainer.share_prompt_prefix: true (each task's 8 rows compute their
+# shared prompt once in the train step; PyTorch's loop computes it per row, as verl / TRL do);
+# NOSHARE=1 adds a trinity run with it off in each pair (impl trinity-noshare), to show both.
+# Usage: [RUNS=3] [STEPS=20|4] [CKPT=0|1] [TRINITY_CKPT=] [TORCH_CKPT=] [MALLOC_HUGETLB=1|0] [NOSHARE=0|1]
 #        [TORCH_MMAP_THRESHOLD=bytes] [BIN=build/release/trinity] [RESULTS=file]
 #        bench/rl/run.sh [tiny] [h256] [qwen05] [qwen15]      (no size: tiny h256)
 set -euo pipefail
@@ -91,14 +94,15 @@ tunables() {  # size side(trinity|pytorch) -> the GLIBC_TUNABLES value for it
   else echo glibc.malloc.hugetlb=1; fi
 }
 
-ours() {  # size threads(auto|N) run
-  local dir=$work/run_$1_$2_$3 yaml=bench/rl/rl.yaml skip steps tun
+ours() {  # size threads(auto|N) run [share prompts: 1 (default) | 0]
+  local share=${4:-1}
+  local dir=$work/run_$1_$2_$3_$share yaml=bench/rl/rl.yaml skip steps tun
   steps=$(steps_of "$1")
   tun=$(tunables "$1" trinity)
   if lora "$1"; then yaml=bench/rl/rl_lora.yaml skip=1; else skip=$([ "$steps" -gt 4 ] && echo 2 || echo 0); fi
   sed -e "s#@MODEL@#$work/$1#; s#@DATA@#$work/data#; s#@DIR@#$dir#; s#@STEPS@#$steps#" \
     -e "s#@CKPT@#$([ "$(ckpt_of "$1" TRINITY_CKPT)" = 1 ] && echo true || echo false)#" \
-    -e "/@TOKLEN@/d" "$yaml" > "$work/cfg.yaml"
+    -e "s#@SHARE@#$([ "$share" = 1 ] && echo true || echo false)#" -e "/@TOKLEN@/d" "$yaml" > "$work/cfg.yaml"
   local t0 t1 rss
   t0=$(date +%s.%N)
   if [ "$2" = auto ]; then rss=$(GLIBC_TUNABLES=$tun rss_of "$dir.log" "$BIN" run --config "$work/cfg.yaml")
@@ -106,9 +110,10 @@ ours() {  # size threads(auto|N) run
   t1=$(date +%s.%N)
   /usr/bin/python3 - "$dir/checkpoints/bench_rl/grpo/monitor/metrics.jsonl" "$1" "$2" "$3" "$t0" "$t1" \
     "$(grep -o 'model has [0-9]* parameters: [0-9]* thread' "$dir.log" | head -1)" "$skip" "$rss" \
-    "$(lora "$1" && echo 1 || echo 0)" "$tun" "$(grep -c 'gradient_checkpointing: true' "$work/cfg.yaml" || true)" <<'PY'
+    "$(lora "$1" && echo 1 || echo 0)" "$tun" "$(grep -c 'gradient_checkpointing: true' "$work/cfg.yaml" || true)" \
+    "$share" <<'PY'
 import json, statistics, sys
-path, size, threads, run, t0, t1, note, skip, rss, lora, tun, ckpt = sys.argv[1:13]
+path, size, threads, run, t0, t1, note, skip, rss, lora, tun, ckpt, share = sys.argv[1:14]
 skip, lora, ckpt, med = int(skip), lora == "1", ckpt == "1", statistics.median
 rows = [json.loads(l) for l in open(path)]
 tr = [r for r in rows if r["role"] == "trainer" and "time/train_step" in r]
@@ -119,7 +124,7 @@ ws = {r["step"]: r["time/wait_sync"] for r in rows if r["role"] == "explorer" an
 first = skip - 1 if lora else skip
 step = [b["time"] - a["time"] for a, b in zip(tr[first:], tr[first + 1:])]
 used = threads if threads != "auto" else ("1" if "1 thread" in note else "default")
-o = {"impl": "trinity", "size": size, "threads": threads, "used": used, "run": int(run),
+o = {"impl": "trinity" if share == "1" else "trinity-noshare", "size": size, "threads": threads, "used": used, "run": int(run),
      "steps": len(tr), "skip": skip, "lora": lora,
      "step_s": med(step),
      "generate_s": med(r["time/explore_step"] for r in ex[skip:]),
@@ -163,7 +168,8 @@ torch_side() {  # size threads run
 for r in $(seq 1 "$RUNS"); do
   for s in "${sizes[@]}"; do
     load=$(cut -d' ' -f1 /proc/loadavg)
-    if lora "$s"; then sides() { ours "$s" auto "$r"; torch_side "$s" 2 "$r"; }   # 2 cores: auto = 2 threads
+    if lora "$s"; then   # 2 cores: auto = 2 threads
+      sides() { ours "$s" auto "$r"; if [ "${NOSHARE:-0}" = 1 ]; then ours "$s" auto "$r" 0; fi; torch_side "$s" 2 "$r"; }
     else sides() { ours "$s" auto "$r"; ours "$s" 2 "$r"; torch_side "$s" 1 "$r"; torch_side "$s" 2 "$r"; }; fi
     sides |
       /usr/bin/python3 -c 'import json,sys; [print(json.dumps(dict(json.loads(l), load=float(sys.argv[1]))), flush=True) for l in sys.stdin]' "$load" |

@@ -19,7 +19,7 @@ med = statistics.median
 runs = sorted(set(r["run"] for r in rows))
 print(f"\nmedians over {len(runs)} paired runs; "
       f"load (1-min average at each pair's start) {min(r['load'] for r in rows):.1f}-{max(r['load'] for r in rows):.1f}")
-SIDES = (("trinity", "auto"), ("trinity", "2"), ("pytorch", "1"), ("pytorch", "2"))
+SIDES = (("trinity", "auto"), ("trinity-noshare", "auto"), ("trinity", "2"), ("pytorch", "1"), ("pytorch", "2"))
 for size in dict.fromkeys(r["size"] for r in rows):
     rs_size = [r for r in rows if r["size"] == size]
     tp = [r for r in rs_size if r["impl"] == "pytorch"]
@@ -27,7 +27,7 @@ for size in dict.fromkeys(r["size"] for r in rows):
     tasks, repeat = (tp[0].get("tasks", 16), tp[0].get("repeat", 8)) if tp else (16, 8)
     steps = tp[0].get("steps") if tp else None
     skip = tp[0].get("skip", 2 if (steps or 20) > 4 else 0) if tp else 2
-    tr = [r for r in rs_size if r["impl"] == "trinity"]
+    tr = [r for r in rs_size if r["impl"].startswith("trinity")]
     onoff = lambda rs: "/".join(sorted(set(("on" if r["ckpt"] else "off") if "ckpt" in r else "?" for r in rs))) or "-"  # noqa: E731
     what = (f"LoRA rank {tp[0]['lora_rank']}, activation checkpointing trinity {onoff(tr)}, PyTorch {onoff(tp)}"
             if lora else "full fine-tuning")
@@ -51,8 +51,10 @@ for size in dict.fromkeys(r["size"] for r in rows):
         print(f"{size:6s} {label:25s} {c['step_s']:7.3f} {c['generate_s']:9.3f} {c['train_s']:7.3f} {c['wall_s']:7.1f}"
               + (f"  {c['peak_rss_gib']:.2f} GiB" if "peak_rss_gib" in c and lora else ""))
     if lora:  # where the time goes (medians of the per-run medians)
-        if ("trinity", "auto") in cell:
-            c = cell[("trinity", "auto")]
+        for side in (("trinity", "auto"), ("trinity-noshare", "auto")):
+            if side not in cell:
+                continue
+            c = cell[side]
             parts = [("generate", c["generate_s"]), ("train", c["train_s"])]
             if "update_actor_s" in c:
                 parts.append(("of which update_actor", c["update_actor_s"]))
@@ -60,7 +62,7 @@ for size in dict.fromkeys(r["size"] for r in rows):
             rest = (c["step_s"] - c["generate_s"] - c["train_s"] - c.get("sync_weight_s", 0)
                     - c.get("engine_update_s", 0))
             parts.append(("rest", rest))
-            print(f"{size:6s} trinity per step: "
+            print(f"{size:6s} {side[0]} per step: "
                   + ", ".join(f"{k} {v:.2f} s ({100 * v / c['step_s']:.0f} %)" for k, v in parts))
         for th in ("2", "1"):
             if ("pytorch", th) in cell:
@@ -73,14 +75,18 @@ for size in dict.fromkeys(r["size"] for r in rows):
     if not pts or ("trinity", "auto") not in cell:
         continue
     bt = min(pts, key=lambda t: cell[("pytorch", t)]["step_s"])
-    base, ours = cell[("pytorch", bt)], cell[("trinity", "auto")]
-    paired = []
-    for run in runs:
-        o = [r for r in first[("trinity", "auto")] if r["run"] == run]
-        b = [r for r in first[("pytorch", bt)] if r["run"] == run]
-        if o and b:
-            paired.append(b[0]["step_s"] / o[0]["step_s"])
-    print(f"{size:6s} PyTorch t={bt} / trinity default: s/step {base['step_s'] / ours['step_s']:.2f}x "
-          + (f"(paired median {med(paired):.2f}x, range {min(paired):.2f}-{max(paired):.2f}), " if paired else "")
-          + f"generate {base['generate_s'] / ours['generate_s']:.2f}x, train {base['train_s'] / ours['train_s']:.2f}x, "
-          f"wall {base['wall_s'] / ours['wall_s']:.2f}x")
+    base = cell[("pytorch", bt)]
+    for side, label in ((("trinity", "auto"), "trinity default"),
+                        (("trinity-noshare", "auto"), "trinity, prompts not shared")):
+        if side not in cell:
+            continue
+        ours, paired = cell[side], []
+        for run in runs:
+            o = [r for r in first[side] if r["run"] == run]
+            b = [r for r in first[("pytorch", bt)] if r["run"] == run]
+            if o and b:
+                paired.append(b[0]["step_s"] / o[0]["step_s"])
+        print(f"{size:6s} PyTorch t={bt} / {label}: s/step {base['step_s'] / ours['step_s']:.2f}x "
+              + (f"(paired median {med(paired):.2f}x, range {min(paired):.2f}-{max(paired):.2f}), " if paired else "")
+              + f"generate {base['generate_s'] / ours['generate_s']:.2f}x, train {base['train_s'] / ours['train_s']:.2f}x, "
+              f"wall {base['wall_s'] / ours['wall_s']:.2f}x")

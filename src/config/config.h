@@ -190,6 +190,10 @@ struct TrainerConfig {
   // enable_gradient_checkpointing, on by default there; off here, where memory is rarely the limit
   // of a CPU run and recomputing costs ~1/3 more step time).
   bool gradient_checkpointing = false;
+  // trinity extension: rows of a micro-batch with equal prompts (a task's repeat_times samples, a DPO
+  // pair) compute the prompt once, forward and backward (trainer/packed_batch.h). Same logprobs and
+  // gradients up to float summation order; false computes every row's prompt on its own.
+  bool share_prompt_prefix = true;
   // verl's algorithm.rollout_correction (trainer/trainer.h TrainerOptions::RolloutCorrection); also read
   // from trainer.trainer_config.algorithm.rollout_correction.
   struct RolloutCorrection {

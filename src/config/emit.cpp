@@ -408,6 +408,7 @@ std::string to_yaml(const Config& c) {
   kv(e, "micro_batch_size", t.micro_batch_size);
   kv(e, "fix_actor_microbatch_loss_scale", t.fix_actor_microbatch_loss_scale);
   kv(e, "gradient_checkpointing", t.gradient_checkpointing);
+  kv(e, "share_prompt_prefix", t.share_prompt_prefix);
   e << Key << "rollout_correction" << Value << BeginMap;
   kv(e, "bypass_mode", t.rollout_correction.bypass_mode);
   kv(e, "rollout_is", t.rollout_correction.rollout_is);

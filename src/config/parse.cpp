@@ -310,6 +310,7 @@ void parse_trainer(Ctx& c, const Tree* t, Parsed& p) {
   s.i64("micro_batch_size", r.micro_batch_size);
   s.boolean("fix_actor_microbatch_loss_scale", r.fix_actor_microbatch_loss_scale);
   s.boolean("gradient_checkpointing", r.gradient_checkpointing);
+  s.boolean("share_prompt_prefix", r.share_prompt_prefix);
   if (const Tree* rc = s.get("rollout_correction")) {
     Section rs(c, rc, "trainer.rollout_correction");
     rs.boolean("bypass_mode", r.rollout_correction.bypass_mode);

@@ -109,6 +109,7 @@ trainer::TrainerOptions trainer_options(const config::Config& c, int64_t total_s
                                 : static_cast<int64_t>(c.optimizer.lr_warmup_steps_ratio * static_cast<double>(total_steps));
   o.schedule.validate();
   o.grad_clip = c.trainer.grad_clip;
+  o.share_prompts = c.trainer.share_prompt_prefix;
   if (c.trainer.use_dynamic_bsz)
     o.max_token_len_per_gpu = c.trainer.max_token_len_per_gpu;
   else

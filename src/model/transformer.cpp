@@ -450,6 +450,14 @@ void Transformer::Impl::prepare(const ModelConfig& cfg, const Batch& b) {
   TRINITY_ASSERT(static_cast<int64_t>(b.positions.size()) == n &&
                      static_cast<int64_t>(b.targets.size()) == n && b.seq_start.back() == n,
                  "inconsistent batch");
+  if (!b.prefix.empty()) {
+    TRINITY_ASSERT(static_cast<int64_t>(b.prefix.size()) == b.num_seqs(), "batch prefix: one entry per sequence");
+    for (int64_t i = 0; i < b.num_seqs(); ++i) {
+      const int64_t p = b.prefix[static_cast<size_t>(i)];
+      TRINITY_ASSERT(p < 0 || (p < b.num_seqs() && p != i && b.prefix[static_cast<size_t>(p)] < 0),
+                     "batch prefix of sequence ", i, ": ", p, " is not a sequence without a prefix");
+    }
+  }
   batch = b;
   for (int32_t t : b.tokens)
     if (t < 0 || t >= cfg.vocab_size)
@@ -585,7 +593,7 @@ void Transformer::Impl::layer_forward(const ModelConfig& cfg, size_t l) {
     }
     rope_forward(a.q, batch.positions.data(), cos_t.data(), sin_t.data(), n, nh, hs);
     rope_forward(a.k, batch.positions.data(), cos_t.data(), sin_t.data(), n, nkv, hs);
-    attention_forward(a.att, a.lse, a.q, a.k, a.v, batch.seq_start.data(), batch.num_seqs(), ash);
+    attention_forward(a.att, a.lse, a.q, a.k, a.v, batch.seq_start.data(), batch.num_seqs(), ash, batch.prefix_data());
     // xmid = x + att Wo^T
     std::memcpy(a.xmid, a.x, sizeof(float) * static_cast<size_t>(n * c));
     gemm(false, true, static_cast<int>(n), static_cast<int>(c), static_cast<int>(nh * hs), 1.0f,
@@ -653,8 +661,8 @@ void Transformer::Impl::body_backward(const ModelConfig& cfg) {
     zero(dq, n * nh * hs);
     zero(dk, n * nkv * hs);
     zero(dv, n * nkv * hs);
-    attention_backward(dq, dk, dv, datt, a.q, a.k, a.v, a.att, a.lse, batch.seq_start.data(),
-                       batch.num_seqs(), ash);
+    attention_backward(dq, dk, dv, datt, a.q, a.k, a.v, a.att, a.lse, batch.seq_start.data(), batch.num_seqs(), ash,
+                       batch.prefix_data());
     rope_backward(dq, batch.positions.data(), cos_t.data(), sin_t.data(), n, nh, hs);
     rope_backward(dk, batch.positions.data(), cos_t.data(), sin_t.data(), n, nkv, hs);
     float* dql = dq;

@@ -23,13 +23,17 @@ namespace trinity::model {
 struct InferWeights;
 
 // B sequences packed into N rows. targets[n] is the token whose logprob row n predicts
-// (-1: row n has no target and gets no logprob/entropy).
+// (-1: row n has no target and gets no logprob/entropy). A prompt several sequences share can be
+// one sequence of its own that they continue (prefix[b] = its index; their positions go on from
+// its length): it is computed once, and its rows collect the gradients of every continuation.
 struct Batch {
   std::vector<int32_t> tokens;     // [N]
-  std::vector<int32_t> positions;  // [N] 0-based within each sequence
+  std::vector<int32_t> positions;  // [N] 0-based within each sequence (after its prefix)
   std::vector<int64_t> seq_start;  // [B+1]
   std::vector<int32_t> targets;    // [N]
+  std::vector<int64_t> prefix;     // [B] or empty: the sequence whose rows b's rows follow (-1: none)
 
+  const int64_t* prefix_data() const { return prefix.empty() ? nullptr : prefix.data(); }
   int64_t rows() const { return static_cast<int64_t>(tokens.size()); }
   int64_t num_seqs() const { return static_cast<int64_t>(seq_start.size()) - 1; }
   // Every position but the last of each sequence predicts the next token.

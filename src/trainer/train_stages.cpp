@@ -86,6 +86,7 @@ StepBatch prepare_step(std::vector<buffer::Experience> exps, const algo::Algorit
                                        " needs rollout logprobs, but some experiences have none"));
   s.comm = o.comm;
   s.rank = o.comm ? o.comm->rank() : 0;
+  s.share_prompts = o.share_prompts;
   s.ranges = ranges_of(s.eb, o, s.owner);
   return s;
 }
@@ -98,7 +99,7 @@ std::vector<float> policy_logprobs(model::Transformer& m, const StepBatch& s, fl
   for (size_t k = 0; k < s.ranges.size(); ++k) {
     if (!s.mine(k)) continue;
     const auto [b0, b1] = s.ranges[k];
-    m.forward(packed_batch(eb, b0, b1), lp, ent, inv_temp);
+    m.forward(packed_batch(eb, b0, b1, s.share_prompts), lp, ent, inv_temp);
     const auto pad = eb.scatter(lp, b0, b1);
     std::copy(pad.begin(), pad.end(), out.begin() + b0 * eb.T);
     if (entropy) {
@@ -117,7 +118,7 @@ std::vector<float> critic_values(model::Transformer& critic, const StepBatch& s)
   for (size_t k = 0; k < s.ranges.size(); ++k) {
     if (!s.mine(k)) continue;
     const auto [b0, b1] = s.ranges[k];
-    const auto pb = packed_batch(eb, b0, b1);
+    const auto pb = packed_batch(eb, b0, b1, s.share_prompts);
     critic.forward_values(pb, v);
     const auto pad = eb.scatter(target_rows(pb, v), b0, b1);
     std::copy(pad.begin(), pad.end(), out.begin() + b0 * eb.T);
@@ -215,7 +216,7 @@ algo::Metrics update_critic(model::Transformer& critic, AdamW& opt, const algo::
     for (size_t r = 0; r < s.ranges.size(); ++r) {
       if (!s.mine(r)) continue;
       const auto [b0, b1] = s.ranges[r];
-      const auto pb = packed_batch(eb, b0, b1);
+      const auto pb = packed_batch(eb, b0, b1, s.share_prompts);
       critic.forward_values(pb, v);
       const auto vpad = eb.scatter(target_rows(pb, v), b0, b1);
       algo::ValueBatch vb;
@@ -265,7 +266,7 @@ algo::Metrics update_actor(model::Transformer& actor, AdamW& opt, const algo::Al
   auto rows = [&](int64_t b0, int64_t b1, bool with_policy) {
     algo::TokenBatch tb = token_rows(s, b0, b1, step);
     if (with_policy) {
-      actor.forward(packed_batch(eb, b0, b1), lp, ent, inv_temp);
+      actor.forward(packed_batch(eb, b0, b1, s.share_prompts), lp, ent, inv_temp);
       lpp = eb.scatter(lp, b0, b1), entp = eb.scatter(ent, b0, b1);
       tb.logprob = lpp, tb.entropy = entp;
     }
@@ -363,6 +364,11 @@ void batch_stats(algo::Metrics& m, const StepBatch& s, const algo::Algorithm& al
   if (alg.schema() == Schema::kExperience) stats(m, "sample/model_version", mv);
   m.set("perf/total_num_tokens", static_cast<double>(eb.tokens(0, eb.B)));
   m.set("perf/micro_batches", static_cast<double>(s.ranges.size()));
+  // Prompt tokens the model did not compute again for another row (trainer.share_prompt_prefix).
+  int64_t shared = 0;
+  if (s.share_prompts)
+    for (auto [b0, b1] : s.ranges) shared += eb.tokens(b0, b1) - packed_batch(eb, b0, b1, true).rows();
+  m.set("perf/shared_prompt_tokens", static_cast<double>(shared));
 }
 
 }  // namespace trinity::trainer

@@ -28,6 +28,7 @@ struct StepBatch {
   dist::Comm* comm = nullptr;                       // TrainerOptions::comm
   int rank = 0;
   bool mine(size_t k) const { return owner[k] == rank; }
+  bool share_prompts = true;     // TrainerOptions::share_prompts: packed_batch computes equal prompts once
   std::vector<float> ref_lp;     // [B, T] reference logprobs; empty without a reference
   std::vector<float> values;     // [B, T] critic values at advantage time; empty without a critic
   std::vector<float> entropy;    // [B, T] actor entropy at advantage time (clipb, clipv)

@@ -35,6 +35,9 @@ struct TrainerOptions {
   int64_t max_response_tokens = 0;  // > 0: the normaliser's max_len (Dr. GRPO's constant L)
   int64_t ppo_epochs = 1;         // optimizer steps per train step over the same batch
   uint64_t seed = 42;             // advantage rng: Rng(seed, step) per step (no state to checkpoint)
+  // Rows of a micro-batch with equal prompts (a task's repeat_times samples, a DPO pair) share one
+  // forward/backward of the prompt (trainer/packed_batch.h); off: every row computes its own.
+  bool share_prompts = true;
   // How the frozen reference copy (full fine-tuning with a reference) holds its layer weights: kBF16
   // only when the starting weights are bf16 values (a bf16 checkpoint), so the copy is exact.
   model::WeightStorage reference_storage = model::WeightStorage::kF32;

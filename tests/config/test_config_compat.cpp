@@ -141,6 +141,12 @@ TEST(ConfigCompat, GradientCheckpointingKeys) {
   EXPECT_TRUE(load(base_yaml("trainer:\n  gradient_checkpointing: true\n")).config.trainer.gradient_checkpointing);
 }
 
+TEST(ConfigCompat, SharePromptPrefixKey) {
+  EXPECT_TRUE(load(base_yaml()).config.trainer.share_prompt_prefix);
+  EXPECT_FALSE(load(base_yaml("trainer:\n  share_prompt_prefix: false\n")).config.trainer.share_prompt_prefix);
+  expect_has(load_error(base_yaml("trainer:\n  share_prompt_prefix: sometimes\n")), {"trainer.share_prompt_prefix"});
+}
+
 TEST(ConfigCompat, VerlTrainerConfigKeysAreMappedOrWarned) {
   const std::string tc =
       "trainer:\n  trainer_config:\n"

@@ -1,5 +1,5 @@
 // Attention and the logprob/entropy head: fast vs double reference, gradients vs finite differences,
-// variable-length packed sequences, GQA grouping.
+// variable-length packed sequences, GQA grouping, shared prompt prefixes.
 #include <gtest/gtest.h>
 
 #include "tensor/attention.h"
@@ -189,4 +189,115 @@ TEST(Attention, LongSequencesSpanSeveralRowBlocks) {
   expect_fd(q, dq, loss, "attention dq, 3 row blocks", 1e-2, 2e-2, 120);
   expect_fd(k, dk, loss, "attention dk, 3 row blocks", 1e-2, 2e-2, 120);
   expect_fd(v, dv, loss, "attention dv, 3 row blocks", 1e-2, 2e-2, 120);
+}
+
+namespace {
+
+// A shared-prefix batch and the same sequences written out whole. Shared layout: an unrelated
+// sequence (no prefix), the prefix P, then children C_j whose rows continue P (prefix[C_j] = P's
+// index). Unshared layout: the unrelated sequence, then P ++ C_j for every j. `rows` maps each
+// unshared row to its shared row (P's rows appear once per child).
+struct PrefixCase {
+  AttnShape sh{4, 2, 8};
+  int64_t other = 4, tp = 5;
+  std::vector<int64_t> tails{3, 70, 1};  // 70 rows: a child spanning two 64-row query blocks
+  std::vector<int64_t> seq_start, prefix, flat_start, rows;
+
+  PrefixCase() {
+    seq_start = {0, other, other + tp};
+    prefix = {-1, -1};
+    for (int64_t t : tails) seq_start.push_back(seq_start.back() + t), prefix.push_back(1);
+    flat_start = {0, other};
+    for (int64_t r = 0; r < other; ++r) rows.push_back(r);
+    for (size_t j = 0; j < tails.size(); ++j) {
+      for (int64_t r = 0; r < tp; ++r) rows.push_back(other + r);
+      for (int64_t r = 0; r < tails[j]; ++r) rows.push_back(seq_start[j + 2] + r);
+      flat_start.push_back(static_cast<int64_t>(rows.size()));
+    }
+  }
+  int64_t n() const { return seq_start.back(); }
+  int64_t b() const { return static_cast<int64_t>(seq_start.size()) - 1; }
+  int64_t flat_b() const { return static_cast<int64_t>(flat_start.size()) - 1; }
+  // Rows of a shared [N, width] tensor written out as the unshared [N', width].
+  std::vector<float> flat(const std::vector<float>& v, int64_t width) const {
+    std::vector<float> out;
+    for (int64_t r : rows) out.insert(out.end(), v.begin() + r * width, v.begin() + (r + 1) * width);
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST(Attention, SharedPrefixEqualsTheSequencesWrittenOutWhole) {
+  // What a shared prefix means, checked against the plain causal reference on P ++ C_j: every
+  // child row's output and lse, and gradients where the prefix rows collect those of every copy.
+  PrefixCase c;
+  const int64_t wq = c.sh.nh * c.sh.hs, wk = c.sh.nkv * c.sh.hs, n = c.n();
+  auto q = randn(static_cast<size_t>(n * wq), 101), k = randn(static_cast<size_t>(n * wk), 102),
+       v = randn(static_cast<size_t>(n * wk), 103);
+  std::vector<float> o(q.size()), l(static_cast<size_t>(n * c.sh.nh));
+  attention_forward(o.data(), l.data(), q.data(), k.data(), v.data(), c.seq_start.data(), c.b(), c.sh, c.prefix.data());
+  const auto fq = c.flat(q, wq), fk = c.flat(k, wk), fv = c.flat(v, wk);
+  std::vector<float> fo(fq.size()), fl(fq.size() / static_cast<size_t>(c.sh.hs));
+  attention_forward_ref(fo.data(), fl.data(), fq.data(), fk.data(), fv.data(), c.flat_start.data(), c.flat_b(), c.sh);
+  expect_close(c.flat(o, wq), fo, 1e-5, "shared-prefix out vs whole sequences");
+  expect_close(c.flat(l, c.sh.nh), fl, 1e-5, "shared-prefix lse vs whole sequences");
+
+  // Backward: the prefix's output rows carry their upstream gradient once (on the first copy).
+  auto dout = randn(o.size(), 104);
+  auto fdout = c.flat(dout, wq);
+  for (size_t j = 1; j < c.tails.size(); ++j)
+    std::fill(fdout.begin() + c.flat_start[j + 1] * wq, fdout.begin() + (c.flat_start[j + 1] + c.tp) * wq, 0.0f);
+  std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
+  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), o.data(), l.data(),
+                     c.seq_start.data(), c.b(), c.sh, c.prefix.data());
+  std::vector<float> fdq(fq.size(), 0.0f), fdk(fk.size(), 0.0f), fdv(fv.size(), 0.0f);
+  attention_backward_ref(fdq.data(), fdk.data(), fdv.data(), fdout.data(), fq.data(), fk.data(), fv.data(),
+                         c.flat_start.data(), c.flat_b(), c.sh);
+  // Sum the unshared gradients back onto the shared rows.
+  auto fold = [&](const std::vector<float>& g, int64_t width) {
+    std::vector<float> out(static_cast<size_t>(n * width), 0.0f);
+    for (size_t i = 0; i < c.rows.size(); ++i)
+      for (int64_t d = 0; d < width; ++d)
+        out[static_cast<size_t>(c.rows[i] * width + d)] += g[i * static_cast<size_t>(width) + static_cast<size_t>(d)];
+    return out;
+  };
+  expect_close(dq, fold(fdq, wq), 1e-4, "shared-prefix dq vs whole sequences");
+  expect_close(dk, fold(fdk, wk), 1e-4, "shared-prefix dk vs whole sequences");
+  expect_close(dv, fold(fdv, wk), 1e-4, "shared-prefix dv vs whole sequences");
+}
+
+TEST(Attention, SharedPrefixMatchesReferenceAndFiniteDifferences) {
+  PrefixCase c;
+  const int64_t n = c.n();
+  auto q = randn(static_cast<size_t>(n * c.sh.nh * c.sh.hs), 111),
+       k = randn(static_cast<size_t>(n * c.sh.nkv * c.sh.hs), 112), v = randn(k.size(), 113);
+  std::vector<float> o(q.size()), orf(q.size()), l(static_cast<size_t>(n * c.sh.nh)), lr(l.size());
+  const int64_t* pre = c.prefix.data();
+  attention_forward(o.data(), l.data(), q.data(), k.data(), v.data(), c.seq_start.data(), c.b(), c.sh, pre);
+  attention_forward_ref(orf.data(), lr.data(), q.data(), k.data(), v.data(), c.seq_start.data(), c.b(), c.sh, pre);
+  expect_close(o, orf, 1e-5, "shared-prefix out vs reference");
+  expect_close(l, lr, 1e-5, "shared-prefix lse vs reference");
+  auto dout = randn(o.size(), 114);
+  auto dq = randn(q.size(), 115), dk = randn(k.size(), 116), dv = randn(v.size(), 117);  // += from non-zero
+  auto dqr = dq, dkr = dk, dvr = dv;
+  attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), q.data(), k.data(), v.data(), o.data(), l.data(),
+                     c.seq_start.data(), c.b(), c.sh, pre);
+  attention_backward_ref(dqr.data(), dkr.data(), dvr.data(), dout.data(), q.data(), k.data(), v.data(),
+                         c.seq_start.data(), c.b(), c.sh, pre);
+  expect_close(dq, dqr, 1e-4, "shared-prefix dq vs reference");
+  expect_close(dk, dkr, 1e-4, "shared-prefix dk vs reference");
+  expect_close(dv, dvr, 1e-4, "shared-prefix dv vs reference");
+
+  std::vector<float> gq(q.size(), 0.0f), gk(k.size(), 0.0f), gv(v.size(), 0.0f);
+  attention_backward(gq.data(), gk.data(), gv.data(), dout.data(), q.data(), k.data(), v.data(), o.data(), l.data(),
+                     c.seq_start.data(), c.b(), c.sh, pre);
+  auto loss = [&] {
+    std::vector<float> oo(q.size()), ll(l.size());
+    attention_forward(oo.data(), ll.data(), q.data(), k.data(), v.data(), c.seq_start.data(), c.b(), c.sh, pre);
+    return dot(oo, dout);
+  };
+  expect_fd(q, gq, loss, "shared-prefix dq", 1e-2, 2e-2, 120);
+  expect_fd(k, gk, loss, "shared-prefix dk", 1e-2, 2e-2, 120);
+  expect_fd(v, gv, loss, "shared-prefix dv", 1e-2, 2e-2, 120);
 }

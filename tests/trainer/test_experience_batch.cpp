@@ -1,8 +1,9 @@
 // Experience -> packed model batch / padded [B, T] arrays: targets only at response positions, model
 // logprob rows aligned with response tokens, scatter/gather round trip, DPO row expansion, micro-batch
-// ranges, and explorer-side GRPO advantages on experiences.
+// ranges, shared prompts, and explorer-side GRPO advantages on experiences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -27,7 +28,7 @@ TEST(ExperienceBatch, TargetsOnlyAtResponsePositionsAndRowsAlign) {
   const ExperienceBatch eb = make_batch(exps);
   ASSERT_EQ(eb.B, 3);
   ASSERT_EQ(eb.T, 6);
-  const model::Batch pb = trainer::packed_batch(eb, 0, eb.B);
+  const model::Batch pb = trainer::packed_batch(eb, 0, eb.B, false);
   ASSERT_EQ(pb.rows(), 7 + 3 + 11);
   // The k-th row with a target predicts the k-th response token, in order.
   std::vector<int32_t> want;
@@ -67,9 +68,94 @@ TEST(ExperienceBatch, TargetsOnlyAtResponsePositionsAndRowsAlign) {
   EXPECT_EQ(eb.gather(pad2.data(), 1, 3), tail);
   // Sub-range packing equals the corresponding slice of model outputs.
   std::vector<float> lp2, ent2;
-  m.forward(trainer::packed_batch(eb, 1, 3), lp2, ent2);
+  m.forward(trainer::packed_batch(eb, 1, 3, false), lp2, ent2);
   ASSERT_EQ(lp2.size(), tail.size());
   for (size_t i = 0; i < tail.size(); ++i) EXPECT_NEAR(lp2[i], tail[i], 1e-5);
+}
+
+// Rows with equal prompts, interleaved: task 0 three times (P 6), task 1 twice (P 4), task 2 once,
+// and a one-token prompt twice (no prefix to share: its last token stays with each row).
+std::vector<buffer::Experience> shared_prompt_rows() {
+  Rng rng(7);
+  std::vector<std::vector<buffer::Experience>> groups;
+  auto group = [&](int64_t task, int64_t P, const std::vector<int64_t>& resp) {
+    const auto first = test::make_exp(rng, P, 1, 37, task, 0, 0.0);
+    std::vector<buffer::Experience> g;
+    for (size_t r = 0; r < resp.size(); ++r) {
+      auto e = test::make_exp(rng, P, resp[r], 37, task, static_cast<int64_t>(r), r % 2 ? 1.0 : 0.0);
+      std::copy_n(first.tokens.begin(), P, e.tokens.begin());
+      g.push_back(e);
+    }
+    groups.push_back(g);
+  };
+  group(0, 6, {3, 1, 4});
+  group(1, 4, {2, 5});
+  group(2, 5, {3});
+  group(3, 1, {2, 2});
+  return {groups[0][0], groups[1][0], groups[0][1], groups[2][0],
+          groups[1][1], groups[3][0], groups[0][2], groups[3][1]};
+}
+
+TEST(ExperienceBatch, EqualPromptsShareOnePrefixSequence) {
+  const ExperienceBatch eb = make_batch(shared_prompt_rows());
+  const model::Batch whole = trainer::packed_batch(eb, 0, eb.B, false), pb = trainer::packed_batch(eb, 0, eb.B, true);
+  EXPECT_TRUE(whole.prefix.empty());
+  // Two prefix sequences (tasks 0 and 1: their prompts but the last token), each placed before its
+  // first continuation; the others continue them at the prompt's positions.
+  ASSERT_EQ(pb.num_seqs(), eb.B + 2);
+  EXPECT_EQ(pb.prefix, (std::vector<int64_t>{-1, 0, -1, 2, 0, -1, 2, -1, 0, -1}));
+  EXPECT_EQ(pb.rows(), whole.rows() - 2 * 5 - 1 * 3);
+  EXPECT_EQ(pb.seq_start[1], 5);
+  EXPECT_EQ(pb.positions[5], 5);  // the first continuation starts at the last prompt token
+  for (int64_t r = 0; r < 5; ++r) EXPECT_EQ(pb.targets[static_cast<size_t>(r)], -1);
+  // The same targets, in the same order: the outputs still line up with the rows' response tokens.
+  auto targets = [](const model::Batch& b) {
+    std::vector<int32_t> t;
+    for (int32_t x : b.targets)
+      if (x >= 0) t.push_back(x);
+    return t;
+  };
+  EXPECT_EQ(targets(pb), targets(whole));
+  EXPECT_TRUE(trainer::packed_batch(eb, 0, 2, true).prefix.empty());  // no two rows alike in [0, 2)
+}
+
+TEST(ExperienceBatch, SharedPromptsGiveTheSameLogprobsAndGradients) {
+  // Full model and a LoRA model with activation checkpointing: same outputs and same gradients
+  // whether each row computes its prompt or the rows share it.
+  const ExperienceBatch eb = make_batch(shared_prompt_rows());
+  const model::Batch whole = trainer::packed_batch(eb, 0, eb.B, false), pb = trainer::packed_batch(eb, 0, eb.B, true);
+  for (bool lora : {false, true}) {
+    model::Transformer m = test::tiny_model();
+    if (lora) {
+      model::LoraConfig lc;
+      lc.rank = 2;
+      m.add_lora(lc, 3);
+      Rng r(5);
+      for (int64_t i = 0; i < m.num_trainable(); ++i) m.trainable_params()[i] += 0.1f * static_cast<float>(r.normal());
+      m.set_gradient_checkpointing(true);
+    }
+    auto run = [&](const model::Batch& b, std::vector<float>& lp, std::vector<float>& ent) {
+      m.zero_grad();
+      m.forward(b, lp, ent);
+      std::vector<float> dlp(lp.size()), dent(lp.size());
+      for (size_t i = 0; i < lp.size(); ++i)
+        dlp[i] = 0.3f - 0.1f * static_cast<float>(i % 7), dent[i] = 0.01f * (i % 3);
+      m.backward(dlp, dent);
+      return std::vector<float>(m.trainable_grads(), m.trainable_grads() + m.num_trainable());
+    };
+    std::vector<float> lp1, ent1, lp2, ent2;
+    const auto g1 = run(whole, lp1, ent1), g2 = run(pb, lp2, ent2);
+    ASSERT_EQ(lp1.size(), lp2.size());
+    for (size_t i = 0; i < lp1.size(); ++i) {
+      EXPECT_NEAR(lp1[i], lp2[i], 1e-5) << "logprob " << i << (lora ? " (LoRA)" : "");
+      EXPECT_NEAR(ent1[i], ent2[i], 1e-5) << "entropy " << i << (lora ? " (LoRA)" : "");
+    }
+    double scale = 0;
+    for (float g : g1) scale = std::max(scale, std::abs(static_cast<double>(g)));
+    ASSERT_GT(scale, 0.0);
+    for (size_t i = 0; i < g1.size(); ++i)
+      ASSERT_NEAR(g1[i], g2[i], 1e-4 * scale) << "gradient " << i << (lora ? " (LoRA)" : "");
+  }
 }
 
 TEST(ExperienceBatch, DpoExpandsToChosenRejectedRows) {

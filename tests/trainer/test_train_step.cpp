@@ -1,8 +1,9 @@
 // PolicyTrainer::train_step on tiny models: gradients independent of the micro-batch split, the GRPO
 // gradient equal to a hand-built d(loss)/d(logprob) pushed through Transformer::backward, PPO's critic
-// fitting the returns, and a DPO step with the reference model.
+// fitting the returns, a DPO step with the reference model, and shared prompts changing nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -81,7 +82,7 @@ TEST(TrainStep, GrpoGradientEqualsHandBuiltLossGradient) {
   model::Transformer ref = test::tiny_model();
   const ExperienceBatch eb = make_batch(batch);
   std::vector<float> lp, ent;
-  ref.forward(trainer::packed_batch(eb, 0, eb.B), lp, ent, static_cast<float>(1.0 / temp));
+  ref.forward(trainer::packed_batch(eb, 0, eb.B, false), lp, ent, static_cast<float>(1.0 / temp));
   for (int64_t b = 0; b < eb.B; ++b)
     for (int64_t t = 0; t < eb.resp_len[static_cast<size_t>(b)]; ++t)
       batch[static_cast<size_t>(b)].logprobs[static_cast<size_t>(t)] =
@@ -139,6 +140,54 @@ TEST(TrainStep, PpoCriticValueLossDecreases) {
   }
   EXPECT_LT(vf.back(), 0.5 * vf.front());
   EXPECT_EQ(tr.critic_optimizer()->steps(), 12);
+}
+
+TEST(TrainStep, SharedPromptsGiveTheSameStep) {
+  // Every task's runs share its prompt. GRPO with a reference (KL), a token budget that splits a
+  // group across micro-batches, and PPO (critic values and update on the shared batches too): the
+  // same metrics, gradients and weights whether the trainer shares the prompts or not.
+  Rng rng(31);
+  std::vector<buffer::Experience> batch;
+  for (int task = 0; task < 3; ++task) {
+    const auto prompt = test::make_exp(rng, 5 + task, 1, 37, task, 0, 0.0);
+    for (int run = 0; run < 4; ++run) {
+      auto e = test::make_exp(rng, 5 + task, 2 + run, 37, task, run, run % 2 ? 1.0 : 0.0);
+      std::copy_n(prompt.tokens.begin(), 5 + task, e.tokens.begin());
+      batch.push_back(e);
+    }
+  }
+  for (const char* type : {"grpo", "ppo"}) {
+    auto spec = spec_of(type);
+    if (std::string(type) == "grpo") spec.kl_loss_fn = "k3";
+    std::vector<buffer::Experience> exps = batch;
+    if (std::string(type) == "grpo") {
+      algo::Algorithm alg(spec);
+      Rng arng(1);
+      compute_advantages(alg, exps, arng);
+    }
+    TrainerOptions on;
+    on.optim.lr = 1e-3;
+    on.critic_optim.lr = 1e-3;
+    on.max_token_len_per_gpu = 40;
+    TrainerOptions off = on;
+    off.share_prompts = false;
+    PolicyTrainer a(test::tiny_model(), spec, on), b(test::tiny_model(), spec, off);
+    const auto ma = a.train_step(exps, 1), mb = b.train_step(exps, 1);
+    EXPECT_GT(ma.at("perf/micro_batches"), 1) << type;
+    EXPECT_GT(ma.at("perf/shared_prompt_tokens"), 0) << type;  // some rows shared their prompt
+    EXPECT_EQ(mb.at("perf/shared_prompt_tokens"), 0) << type;
+    const int64_t n = a.actor().num_params();
+    EXPECT_LT(max_abs_diff(a.actor().grads(), b.actor().grads(), n), 1e-5) << type;
+    EXPECT_LT(max_abs_diff(a.actor().params(), b.actor().params(), n), 1e-5) << type;  // lr 1e-3: 1 % of a step
+    for (const char* k : {"actor/pg_loss", "actor/kl_loss", "actor/entropy", "actor/grad_norm", "critic/vf_loss"}) {
+      if (!ma.count(k)) continue;
+      EXPECT_NEAR(ma.at(k), mb.at(k), 1e-5) << type << " " << k;
+    }
+    if (a.critic()) {
+      ASSERT_TRUE(ma.count("critic/vf_loss"));
+      EXPECT_LT(max_abs_diff(a.critic()->params(), b.critic()->params(), a.critic()->num_params()), 1e-5);
+    }
+  }
 }
 
 TEST(TrainStep, DpoStepWithReference) {
