@@ -290,7 +290,9 @@ void Transformer::set_training(bool on) {
 }
 
 float* Transformer::trainable_params() {
-  return impl_->lora ? impl_->lora->params.data() : params_;
+  if (impl_->lora) return impl_->lora->params.data();
+  own_params();
+  return params_;
 }
 
 float* Transformer::trainable_grads() {
@@ -356,9 +358,8 @@ Transformer merged_copy(const Transformer& m) {
 }
 
 Transformer adapted_copy(const Transformer& m) {
-  // A LoRA base is frozen: its bf16-held weights are shared, not copied.
-  const bool share = m.has_lora() && m.weight_storage() == WeightStorage::kBF16;
-  Transformer c(m.config(), m.head(), m.weight_storage(), share ? &m : nullptr);
+  // A LoRA base is frozen: its weights (fp32 and bf16-held) are shared, not copied.
+  Transformer c(m.config(), m.head(), m.weight_storage(), m.has_lora() ? &m : nullptr);
   c.copy_weights_from(m);
   if (!m.has_lora()) return c;
   c.add_lora(m.lora_config(), 0);

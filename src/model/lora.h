@@ -67,7 +67,8 @@ void load_adapter(Transformer& m, const std::string& dir);
 Transformer merged_copy(const Transformer& m);
 
 // A copy of `m` as it is held (same WeightStorage) with its adapters (enabled, not training): what the
-// rollout engine takes after a sync. A bf16-held base is shared with `m`, not copied (it is frozen).
+// rollout engine takes after a sync. A LoRA base (fp32 and bf16-held weights) is shared with `m`, not
+// copied: it is frozen (copy on write, see Transformer's share_base).
 // pack_infer_weights packs the base and the adapters apart (LoraPacking::kUnmerged, the engine's
 // default: the packed base is reused while the base is the same) or merged (the same values as
 // merged_copy's).

@@ -151,7 +151,7 @@ int64_t numel_of(const ParamSpec& s) {
 
 }  // namespace
 
-Transformer::Transformer(const ModelConfig& cfg, HeadKind head, WeightStorage storage, const Transformer* share_held)
+Transformer::Transformer(const ModelConfig& cfg, HeadKind head, WeightStorage storage, const Transformer* share_base)
     : cfg_(cfg), head_(head), storage_(storage), impl_(std::make_unique<Impl>()) {
   cfg_.validate();
   specs_ = head_param_specs(cfg_, head_);
@@ -166,18 +166,23 @@ Transformer::Transformer(const ModelConfig& cfg, HeadKind head, WeightStorage st
     offsets_.push_back(total);
     total += held ? (n + 31) / 32 * 32 : (n + 15) / 16 * 16;  // 64-byte aligned starts
   }
-  params_ = aligned_floats(n_params_, "model weights");
-  zero(params_, n_params_);
-  if (share_held) {
-    if (share_held->storage_ != WeightStorage::kBF16 || share_held->n_held_ != n_held_ ||
-        share_held->specs_.size() != specs_.size())
-      throw ValueError("model", "sharing bf16-held weights needs a bf16-held model of the same config");
-    held_owner_ = share_held->held_owner_;
-    held_ = share_held->held_;
-  } else if (n_held_ > 0) {
-    held_ = reinterpret_cast<uint16_t*>(aligned_floats(n_held_ / 2, "bf16 layer weights"));
-    held_owner_ = std::shared_ptr<uint16_t>(held_, [](uint16_t* p) { std::free(p); });
-    zero(reinterpret_cast<float*>(held_), n_held_ / 2);
+  if (share_base) {
+    if (share_base->storage_ != storage_ || share_base->head_ != head_ || share_base->n_held_ != n_held_ ||
+        share_base->n_params_ != n_params_ || share_base->specs_.size() != specs_.size())
+      throw ValueError("model", "sharing weights needs a model of the same config, head and weight storage");
+    params_owner_ = share_base->params_owner_;
+    params_ = share_base->params_;
+    held_owner_ = share_base->held_owner_;
+    held_ = share_base->held_;
+  } else {
+    params_ = aligned_floats(n_params_, "model weights");
+    params_owner_ = std::shared_ptr<float>(params_, [](float* p) { std::free(p); });
+    zero(params_, n_params_);
+    if (n_held_ > 0) {
+      held_ = reinterpret_cast<uint16_t*>(aligned_floats(n_held_ / 2, "bf16 layer weights"));
+      held_owner_ = std::shared_ptr<uint16_t>(held_, [](uint16_t* p) { std::free(p); });
+      zero(reinterpret_cast<float*>(held_), n_held_ / 2);
+    }
   }
   bind(params_, false);
   TRINITY_ASSERT(impl_->wte && impl_->lnf, "param_specs is missing embeddings or final norm");
@@ -252,7 +257,6 @@ void Transformer::ensure_grads() {
 }
 
 Transformer::~Transformer() {
-  std::free(params_);
   std::free(grads_);
 }
 
@@ -263,6 +267,15 @@ void Transformer::own_held() {
   held_ = p;
   held_owner_ = std::shared_ptr<uint16_t>(p, [](uint16_t* q) { std::free(q); });
   impl_->widened_layer = -1;
+  bind(params_, false);
+}
+
+void Transformer::own_params() {
+  if (!params_ || params_owner_.use_count() <= 1) return;
+  float* p = aligned_floats(n_params_, "model weights");
+  std::memcpy(p, params_, sizeof(float) * static_cast<size_t>(n_params_));
+  params_ = p;
+  params_owner_ = std::shared_ptr<float>(p, [](float* q) { std::free(q); });
   bind(params_, false);
 }
 
@@ -281,6 +294,7 @@ Transformer::Transformer(Transformer&& o) noexcept
       n_params_(o.n_params_),
       n_held_(o.n_held_),
       params_(o.params_),
+      params_owner_(std::move(o.params_owner_)),
       grads_(o.grads_),
       held_(o.held_),
       held_owner_(std::move(o.held_owner_)),
@@ -291,7 +305,6 @@ Transformer::Transformer(Transformer&& o) noexcept
 
 Transformer& Transformer::operator=(Transformer&& o) noexcept {
   if (this != &o) {
-    std::free(params_);
     std::free(grads_);
     cfg_ = std::move(o.cfg_);
     head_ = o.head_;
@@ -302,6 +315,7 @@ Transformer& Transformer::operator=(Transformer&& o) noexcept {
     n_params_ = o.n_params_;
     n_held_ = o.n_held_;
     params_ = o.params_;
+    params_owner_ = std::move(o.params_owner_);
     grads_ = o.grads_;
     held_ = o.held_;
     held_owner_ = std::move(o.held_owner_);
@@ -313,6 +327,7 @@ Transformer& Transformer::operator=(Transformer&& o) noexcept {
 }
 
 float* Transformer::param(const std::string& name) {
+  own_params();
   for (size_t k = 0; k < specs_.size(); ++k)
     if (specs_[k].name == name) return held_spec_[k] ? nullptr : params_ + offsets_[k];
   return nullptr;
@@ -340,11 +355,13 @@ void Transformer::copy_weights_from(const Transformer& src) {
   if (!same) throw ValueError("model", "copy_weights_from: the two models have different parameters (config or head)");
   impl_->widened_layer = -1;
   const bool same_held = held_ && held_ == src.held_;  // shared memory: nothing to copy
+  const bool same_params = params_ == src.params_;
   if (!same_held) own_held();
+  if (!same_params) own_params();
   for (size_t k = 0; k < specs_.size(); ++k) {
     const int64_t n = numel_of(specs_[k]);
     const bool dh = held_spec_[k] != 0, sh = src.held_spec_[k] != 0;
-    if (dh && sh && same_held) continue;
+    if ((dh && sh && same_held) || (!dh && !sh && same_params)) continue;
     if (!dh && !sh)
       std::memcpy(params_ + offsets_[k], src.params_ + src.offsets_[k], sizeof(float) * static_cast<size_t>(n));
     else if (dh && sh)
@@ -383,6 +400,7 @@ void Transformer::init_random(uint64_t seed, float std) {
   Rng rng(seed);
   impl_->widened_layer = -1;
   own_held();
+  own_params();
   for (size_t k = 0; k < specs_.size(); ++k) {
     const auto& s = specs_[k];
     const int64_t n = numel_of(s);

@@ -68,11 +68,12 @@ struct InferScratch {
 
 class Transformer {
  public:
-  // share_held: a kBF16 model of the same config whose bf16-held layer weights this one uses too,
-  // instead of a copy (frozen LoRA bases: the trainer's actor and the engine's snapshots of it).
-  // Writing them through either (held(), copy_weights_from, init_random) first gives it its own copy.
+  // share_base: a model of the same config, head and storage whose weights (fp32 and bf16-held)
+  // this one uses too, instead of a copy (frozen LoRA bases: the trainer's actor and the engine's
+  // snapshots of it). Copy on write: writing them through either (params(), param(), held(),
+  // trainable_params() without LoRA, copy_weights_from, init_random) first gives it its own copy.
   explicit Transformer(const ModelConfig& cfg, HeadKind head = HeadKind::kLm,
-                       WeightStorage storage = WeightStorage::kF32, const Transformer* share_held = nullptr);
+                       WeightStorage storage = WeightStorage::kF32, const Transformer* share_base = nullptr);
   ~Transformer();
   Transformer(Transformer&&) noexcept;
   Transformer& operator=(Transformer&&) noexcept;
@@ -90,7 +91,10 @@ class Transformer {
   const std::vector<ParamSpec>& param_specs() const { return specs_; }
   // The fp32 parameters (every one, unless some are held in bf16: then the others).
   int64_t num_params() const { return n_params_; }
-  float* params() { return params_; }
+  float* params() {  // this model's own copy (unshared first)
+    own_params();
+    return params_;
+  }
   const float* params() const { return params_; }
   WeightStorage weight_storage() const { return storage_; }
   // The bf16-held layer weights (WeightStorage::kBF16; empty otherwise).
@@ -174,7 +178,8 @@ class Transformer {
   struct Impl;
   void bind(float* base, bool is_grad);
   void ensure_grads();
-  void own_held();  // a private copy of shared bf16-held weights
+  void own_held();    // a private copy of shared bf16-held weights
+  void own_params();  // a private copy of shared fp32 weights
   ModelConfig cfg_;
   HeadKind head_;
   WeightStorage storage_ = WeightStorage::kF32;
@@ -182,7 +187,8 @@ class Transformer {
   std::vector<int64_t> offsets_;    // into params_/grads_, or into held_ where held_spec_[k]
   std::vector<uint8_t> held_spec_;  // [specs] 1: held in bf16
   int64_t n_params_ = 0, n_held_ = 0;
-  float* params_ = nullptr;
+  float* params_ = nullptr;  // owned through params_owner_, possibly with other models
+  std::shared_ptr<float> params_owner_;
   float* grads_ = nullptr;
   uint16_t* held_ = nullptr;  // owned through held_owner_, possibly with other models
   std::shared_ptr<uint16_t> held_owner_;

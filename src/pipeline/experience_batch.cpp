@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "core/error.h"
 
@@ -49,6 +50,12 @@ int64_t ExperienceBatch::tokens(int64_t b0, int64_t b1) const {
   int64_t n = 0;
   for (int64_t b = b0; b < b1; ++b) n += static_cast<int64_t>(seqs[static_cast<size_t>(b)].size());
   return n;
+}
+
+std::span<const int32_t> ExperienceBatch::shared_prompt(int64_t b) const {
+  const auto& s = seqs[static_cast<size_t>(b)];
+  const int64_t P = std::min<int64_t>(prompt_len[static_cast<size_t>(b)], static_cast<int64_t>(s.size()));
+  return std::span<const int32_t>(s.data(), static_cast<size_t>(std::max<int64_t>(0, P - 1)));
 }
 
 std::vector<float> ExperienceBatch::scatter(const std::vector<float>& vals, int64_t b0, int64_t b1) const {
@@ -185,24 +192,46 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps) {
 }
 
 std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens, int64_t max_rows,
-                                                      bool pair, int64_t lo, int64_t hi) {
+                                                      bool pair, int64_t lo, int64_t hi, bool share_prompts) {
   std::vector<std::pair<int64_t, int64_t>> out;
   const int64_t step = pair ? 2 : 1;
   if (hi < 0) hi = eb.B;
   if (lo >= hi) return out;
+  using Prompts = std::set<std::vector<int32_t>>;
+  const Prompts none;
+  // Tokens rows [b, e) add to a range holding `held` shared prompts (each counts once); the prompts
+  // they bring go to `added`.
+  auto cost = [&](int64_t b, int64_t e, const Prompts& held, Prompts& added) {
+    int64_t n = eb.tokens(b, e);
+    for (int64_t r = b; share_prompts && r < e; ++r) {
+      const auto sp = eb.shared_prompt(r);
+      if (sp.empty()) continue;
+      std::vector<int32_t> key(sp.begin(), sp.end());
+      if (held.count(key) || !added.insert(std::move(key)).second) n -= static_cast<int64_t>(sp.size());
+    }
+    return n;
+  };
   int64_t b0 = lo, toks = 0;
+  Prompts held;
   for (int64_t b = lo; b < hi; b += step) {
-    const int64_t t = eb.tokens(b, std::min(b + step, hi));
-    if (max_tokens > 0 && t > max_tokens)
+    const int64_t e = std::min(b + step, hi);
+    Prompts alone_added, added;
+    const int64_t alone = cost(b, e, none, alone_added);  // as the first rows of a range
+    if (max_tokens > 0 && alone > max_tokens)
       throw ValueError("trainer", strcat(pair ? "DPO pair " : "sequence ", eb.group[b], "/", eb.run[b], " (step ",
-                                         eb.run_step[b], ", row ", b, " of this batch) has ", t,
+                                         eb.run_step[b], ", row ", b, " of this batch) has ", alone,
                                          " tokens, more than trainer.max_token_len_per_gpu (", max_tokens,
                                          "); every sequence must fit in one micro-batch: raise "
                                          "trainer.max_token_len_per_gpu to at least ",
-                                         t, " or lower model.max_model_len"));
+                                         alone, " or lower model.max_model_len"));
+    const int64_t t = cost(b, e, held, added);
     const bool full = max_tokens > 0 ? (b > b0 && toks + t > max_tokens) : (max_rows > 0 && b - b0 >= max_rows);
-    if (full) out.emplace_back(b0, b), b0 = b, toks = 0;
-    toks += t;
+    if (full) {
+      out.emplace_back(b0, b);
+      b0 = b, toks = alone, held = std::move(alone_added);
+    } else {
+      toks += t, held.merge(added);
+    }
   }
   out.emplace_back(b0, hi);
   return out;

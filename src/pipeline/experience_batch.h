@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ struct ExperienceBatch {
 
   size_t at(int64_t b, int64_t t) const { return static_cast<size_t>(b * T + t); }
   int64_t tokens(int64_t b0, int64_t b1) const;  // Σ L_b over rows [b0, b1)
+  // The part of row b's prompt that rows with the same prompt can share: all but its last token
+  // (whose row predicts the first response token, so differs per row); empty for a 1-token prompt.
+  std::span<const int32_t> shared_prompt(int64_t b) const;
   // Packed per-response-token values of rows [b0, b1) ([Σ R_b]) -> [(b1-b0), T] (zero padded).
   std::vector<float> scatter(const std::vector<float>& packed_vals, int64_t b0, int64_t b1) const;
   // [(b1-b0), T] -> packed [Σ R_b] of rows [b0, b1).
@@ -50,9 +54,12 @@ ExperienceBatch make_batch(const std::vector<buffer::Experience>& exps);
 // max_tokens > 0 (a row, or DPO pair, longer than that is a ValueError naming it: as upstream, each
 // sequence must fit in one micro-batch), else `max_rows` rows (<= 0: one range). `pair` keeps
 // ranges even-sized (DPO pairs stay together). Only rows [lo, hi) are split (hi < 0: to eb.B); an
-// empty window gives no range.
+// empty window gives no range. With share_prompts a row whose shared_prompt() an earlier row of
+// the range has too counts only its other tokens (the trainer computes that prompt once: see
+// trainer/packed_batch.h), so the budget bounds the rows the model really computes.
 std::vector<std::pair<int64_t, int64_t>> micro_ranges(const ExperienceBatch& eb, int64_t max_tokens, int64_t max_rows,
-                                                      bool pair = false, int64_t lo = 0, int64_t hi = -1);
+                                                      bool pair = false, int64_t lo = 0, int64_t hi = -1,
+                                                      bool share_prompts = false);
 
 // Rows of a [B, T] array selected by `rows` (indices into B), -> [rows.size(), T].
 std::vector<float> select_rows(const std::vector<float>& padded, int64_t T, const std::vector<int64_t>& rows);

@@ -1,7 +1,6 @@
 // Packed model batch of ExperienceBatch rows (see packed_batch.h).
 #include "trainer/packed_batch.h"
 
-#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -27,12 +26,10 @@ void append_rows(model::Batch& mb, const std::vector<int32_t>& s, int64_t i0, in
 model::Batch packed_batch(const pipeline::ExperienceBatch& eb, int64_t b0, int64_t b1, bool share_prompts) {
   model::Batch mb;
   mb.seq_start.push_back(0);
-  // The shared part of a prompt: every prompt token but the last, whose row predicts the first
-  // response token and so differs per row. Groups of >= 2 rows with equal shared parts share one.
+  // Groups of >= 2 rows with equal shared prompts (ExperienceBatch::shared_prompt) share one.
   auto shared_part = [&](int64_t b) {
-    const auto& s = eb.seqs[static_cast<size_t>(b)];
-    const int64_t P = std::min<int64_t>(eb.prompt_len[static_cast<size_t>(b)], static_cast<int64_t>(s.size()));
-    return std::vector<int32_t>(s.begin(), s.begin() + std::max<int64_t>(0, P - 1));
+    const auto sp = eb.shared_prompt(b);
+    return std::vector<int32_t>(sp.begin(), sp.end());
   };
   std::map<std::vector<int32_t>, int64_t> count, prefix_seq;
   if (share_prompts)

@@ -52,7 +52,8 @@ std::vector<std::pair<int64_t, int64_t>> ranges_of(const pipeline::ExperienceBat
   owner.clear();
   for (int r = 0; r < n; ++r) {
     const int64_t lo = std::min(eb.B, units * r / n * unit), hi = std::min(eb.B, units * (r + 1) / n * unit);
-    for (auto rg : pipeline::micro_ranges(eb, o.max_token_len_per_gpu, o.micro_batch_size, eb.dpo, lo, hi)) {
+    for (auto rg :
+         pipeline::micro_ranges(eb, o.max_token_len_per_gpu, o.micro_batch_size, eb.dpo, lo, hi, o.share_prompts)) {
       out.push_back(rg);
       owner.push_back(r);
     }

@@ -201,8 +201,8 @@ TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
                    "pack_infer_weights");
 }
 
-// The engine's snapshot of a LoRA actor shares its frozen bf16 base (no copy); writing through either
-// model first gives the writer its own copy, so the other never changes.
+// The engine's snapshot of a LoRA actor shares its frozen base, bf16-held and fp32 weights (no copy);
+// writing through either model first gives the writer its own copy, so the other never changes.
 TEST(WeightStorage, SnapshotsShareTheFrozenBase) {
   Pair p = pair(Arch::kLlama);
   p.held.add_lora(lora4(), 7);
@@ -221,6 +221,29 @@ TEST(WeightStorage, SnapshotsShareTheFrozenBase) {
   mine[0] ^= 0x1;
   p.held.forward(bt, b, ent);
   EXPECT_TRUE(same_bits(a, b));
+
+  // The fp32 weights (embeddings, norms, biases; every weight of an fp32-held base) likewise.
+  const Transformer snap2 = adapted_copy(p.held);
+  EXPECT_EQ(snap2.params(), cheld.params()) << "fp32 weights shared, not copied";
+  const std::vector<float> fbefore(snap2.params(), snap2.params() + snap2.num_params());
+  float* fmine = p.held.params();  // a write access
+  EXPECT_NE(fmine, snap2.params());
+  EXPECT_TRUE(std::equal(fbefore.begin(), fbefore.end(), static_cast<const float*>(fmine))) << "copied whole";
+  fmine[0] += 1.0f;
+  EXPECT_TRUE(std::equal(fbefore.begin(), fbefore.end(), snap2.params()));
+  p.f32.add_lora(lora4(), 7);
+  const Transformer fsnap = adapted_copy(p.f32);
+  const Transformer& cf = p.f32;
+  EXPECT_EQ(fsnap.params(), cf.params());
+  float* norm = p.f32.param("model.norm.weight");  // param() is a write access too
+  EXPECT_NE(p.f32.params(), fsnap.params());
+  norm[0] = 5.0f;
+  EXPECT_NE(fsnap.params()[norm - p.f32.params()], 5.0f);
+  // Without adapters a copy is a copy.
+  Pair q = pair(Arch::kQwen2);
+  const Transformer plain = adapted_copy(q.f32);
+  const Transformer& cq = q.f32;
+  EXPECT_NE(plain.params(), cq.params());
 }
 
 // LoraPacking::kUnmerged (the engine's default for a LoRA snapshot): the base packed as held plus

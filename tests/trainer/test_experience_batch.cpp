@@ -158,13 +158,18 @@ TEST(ExperienceBatch, SharedPromptsGiveTheSameLogprobsAndGradients) {
   }
 }
 
-TEST(ExperienceBatch, DpoExpandsToChosenRejectedRows) {
+// A DPO experience: prompt {1, 2, 3}, chosen {4, 5}, rejected {6}.
+buffer::Experience dpo_exp() {
   buffer::Experience e;
   e.tokens = {1, 2, 3};
   e.prompt_length = 3;
   e.chosen = {4, 5};
   e.rejected = {6};
-  const ExperienceBatch eb = make_batch({e, e});
+  return e;
+}
+
+TEST(ExperienceBatch, DpoExpandsToChosenRejectedRows) {
+  const ExperienceBatch eb = make_batch({dpo_exp(), dpo_exp()});
   ASSERT_TRUE(eb.dpo);
   ASSERT_EQ(eb.B, 4);
   EXPECT_EQ(eb.seqs[0], (std::vector<int32_t>{1, 2, 3, 4, 5}));
@@ -177,7 +182,7 @@ TEST(ExperienceBatch, DpoExpandsToChosenRejectedRows) {
   buffer::Experience plain;
   plain.tokens = {1, 2};
   plain.prompt_length = 1;
-  EXPECT_THROW(make_batch({e, plain}), ValueError);
+  EXPECT_THROW(make_batch({dpo_exp(), plain}), ValueError);
 }
 
 TEST(ExperienceBatch, ExpertRowsWithoutRolloutArraysReadAsZeros) {
@@ -227,6 +232,25 @@ TEST(ExperienceBatch, MicroRangesByTokensAndRows) {
   }
   EXPECT_EQ(micro_ranges(eb, 0, 2), (R{{0, 2}, {2, 4}, {4, 5}}));
   EXPECT_EQ(micro_ranges(eb, 0, 0), (R{{0, 5}}));
+}
+
+TEST(ExperienceBatch, MicroRangesCountASharedPromptOnce) {
+  // 55 tokens in all; sharing saves 5 + 3 + 5 (tasks 0 and 1's later rows): 42 rows to compute.
+  const ExperienceBatch eb = make_batch(shared_prompt_rows());
+  using R = std::vector<std::pair<int64_t, int64_t>>;
+  ASSERT_EQ(eb.tokens(0, eb.B), 55);
+  EXPECT_EQ(micro_ranges(eb, 42, 0, false, 0, -1, true), (R{{0, 8}}));
+  EXPECT_GT(micro_ranges(eb, 42, 0).size(), 1u);
+  // Whatever the budget, a range's packed batch never holds more rows than it.
+  for (int64_t budget = 10; budget <= 55; ++budget)
+    for (auto [b0, b1] : micro_ranges(eb, budget, 0, false, 0, -1, true))
+      EXPECT_LE(trainer::packed_batch(eb, b0, b1, true).rows(), budget) << "budget " << budget;
+  // A DPO pair (prompt 3 + chosen 2, prompt 3 + rejected 1: 9 tokens) shares 2 prompt tokens: 7.
+  const ExperienceBatch dpo = make_batch({dpo_exp(), dpo_exp()});
+  EXPECT_THROW(micro_ranges(dpo, 6, 0, true, 0, -1, true), ValueError);
+  EXPECT_EQ(micro_ranges(dpo, 11, 0, true, 0, -1, true), (R{{0, 2}, {2, 4}}));
+  EXPECT_EQ(micro_ranges(dpo, 12, 0, true, 0, -1, true), (R{{0, 4}}));  // 7 + 5: the second pair's prompt is held
+  EXPECT_EQ(trainer::packed_batch(dpo, 0, 4, true).rows(), 12);
 }
 
 TEST(ExperienceBatch, ExplorerGrpoAdvantages) {
