@@ -36,6 +36,7 @@
 #include "launcher/task_pipeline_run.h"
 #include "launcher/train_loop.h"
 #include "model/checkpoint_dtype.h"
+#include "model/step_weights.h"
 #include "model/transformer.h"
 #include "monitor/monitor.h"
 #include "sync/synchronizer.h"
@@ -165,9 +166,9 @@ std::shared_ptr<explorer::RolloutModel> inference_model(const config::InferenceM
 
 }  // namespace
 
-std::shared_ptr<const model::Transformer> rollout_weights(const std::string& dir) {
-  return std::make_shared<const model::Transformer>(
-      model::Transformer::load(dir, model::HeadKind::kLm, model::lossless_storage(dir)));
+std::shared_ptr<const model::Transformer> initial_rollout_weights(const config::Config& c, model::StepWeights& w) {
+  if (c.model.lora && !c.model.lora->path.empty()) return w.with_adapter(c.model.lora->path);
+  return w.base();
 }
 
 namespace {
@@ -389,8 +390,12 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   monitor::Monitor emon(c.job_dir(), "explorer", c.monitor.monitor_type);
   monitor::Monitor tmon(c.job_dir(), "trainer", c.monitor.monitor_type);
   const bool two_process = !(with_explorer && with_trainer);
+  // Explore mode's weights: the base (or base + adapter) at start, each synced step after (one base
+  // shared by both, so a LoRA run's engine packs it once).
+  auto step_weights = std::make_shared<model::StepWeights>(c.model.model_path);
   std::unique_ptr<sync::Synchronizer> sync =
-      two_process ? sync::make_checkpoint_sync(c.job_dir(), c.model.model_path) : sync::make_memory_sync();
+      two_process ? sync::make_checkpoint_sync(c.job_dir(), c.model.model_path, 1.0, step_weights)
+                  : sync::make_memory_sync();
   const auto& ebc = c.buffer.trainer_input.experience_buffer;
   if (!ebc.path.empty() && ebc.storage_type != "queue" && !buffer::is_postgres_url(ebc.path))
     file::make_dirs(fs::path(buffer::sqlite_path_from_url(ebc.path)).parent_path().string());
@@ -421,10 +426,10 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   } else if (with_explorer) {
     const int64_t v = sync->latest_version();
     if (c.continue_from_checkpoint && v > 0) {
-      w0 = rollout_weights(model::exact_weights_dir(file::join(c.job_dir(), strcat("global_step_", v))));
+      w0 = step_weights->load(file::join(c.job_dir(), strcat("global_step_", v)));
       v0 = v;
     } else {
-      w0 = rollout_weights(c.model.model_path);
+      w0 = initial_rollout_weights(c, *step_weights);
     }
   }
   std::unique_ptr<algo::Algorithm> ealg;
@@ -569,11 +574,12 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   drop_superseded(mon, 0);  // bench evaluates everything again
   auto opts = explorer_options(c);
   std::shared_ptr<const explorer::RolloutModel> rm;
+  model::StepWeights weights(c.model.model_path);
   const bool external = c.model.external_model.enable;
   if (external) {
     opts.rollout_client = external_clients(c, &s.external_model);
   } else {
-    rm = rollout_model(c, rollout_weights(c.model.model_path), 0);
+    rm = rollout_model(c, initial_rollout_weights(c, weights), 0);
   }
   explorer::Explorer ex(opts, rm, nullptr, eval_sets(c), nullptr, nullptr, &mon, nullptr, stop);
   ex.set_auxiliary_models(auxiliary_models(c));
@@ -583,8 +589,10 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
     for (const auto& e : fs::directory_iterator(c.job_dir())) {
       const std::string n = e.path().filename().string();
       if (n.rfind("global_step_", 0) != 0 || n.find(".tmp") != std::string::npos) continue;
-      const std::string hf = file::join(e.path().string(), "huggingface");
-      if (file::exists(file::join(hf, "config.json"))) ckpts.push_back({std::stoll(n.substr(12)), hf});
+      // Each step's HF export, or with LoRA the base + the step's adapter (sync-only steps have only that).
+      const std::string d = e.path().string();
+      if (model::is_adapter_dir(model::step_adapter_dir(d)) || file::exists(file::join(d, "huggingface/config.json")))
+        ckpts.push_back({std::stoll(n.substr(12)), d});
     }
   std::sort(ckpts.begin(), ckpts.end());
   if (c.explorer.bench_on_latest_checkpoint && ckpts.size() > 1) ckpts.erase(ckpts.begin(), ckpts.end() - 1);
@@ -603,7 +611,10 @@ StageSummary run_bench(const config::Config& c, const std::atomic<bool>* stop) {
   }
   for (const auto& [step, dir] : ckpts) {
     if (s.stopped || (stop && stop->load())) break;
-    rm->set_weights(rollout_weights(dir), step);
+    rm->set_weights(model::is_adapter_dir(model::step_adapter_dir(dir))
+                        ? weights.load(dir)
+                        : model::load_rollout_weights(file::join(dir, "huggingface")),
+                    step);
     if (!bench(step, strcat("bench step ", step))) s.stopped = true;
   }
   if (stop && stop->load()) s.stopped = true;

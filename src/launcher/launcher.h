@@ -24,6 +24,7 @@ namespace trinity::explorer {
 struct RolloutModel;
 }
 namespace trinity::model {
+class StepWeights;
 class Transformer;
 }
 
@@ -59,9 +60,11 @@ config::Config resolve_hub_models(const config::Config& cfg);
 std::shared_ptr<const explorer::RolloutModel> make_rollout_model(const config::Config& cfg,
                                                                  std::shared_ptr<const model::Transformer> weights,
                                                                  int64_t version);
-// Rollout / serving weights from an HF directory: a bf16 checkpoint's layer weights stay bf16 in
-// memory (the engine computes from its packed copy; model::lossless_storage).
-std::shared_ptr<const model::Transformer> rollout_weights(const std::string& dir);
+// The rollout engine's weights at version 0 (explore, serve and bench modes): the base model
+// (model.model_path through `w`: a bf16 checkpoint's layer weights stay bf16 in memory,
+// model::lossless_storage) with the LoRA adapter the trainer starts from (model.lora_configs[].path)
+// when there is one. `w` then loads the job's step directories on the same base.
+std::shared_ptr<const model::Transformer> initial_rollout_weights(const config::Config& cfg, model::StepWeights& w);
 // explorer.auxiliary_models (judges, teachers) as the explorer loads them (`trinity debug workflow`).
 std::vector<std::shared_ptr<const explorer::RolloutModel>> make_auxiliary_models(const config::Config& cfg);
 

@@ -25,7 +25,7 @@
 #include "core/timer.h"
 #include "explorer/engine_client.h"
 #include "explorer/serve_store.h"
-#include "model/checkpoint_dtype.h"
+#include "model/step_weights.h"
 #include "monitor/monitor.h"
 #include "pipeline/advantages.h"
 #include "server/server.h"
@@ -158,7 +158,8 @@ std::pair<int, std::string> metrics(ServeState& s, server::Server& srv, const st
 
 StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
   StageSummary summary;
-  auto sync = sync::make_checkpoint_sync(c.job_dir(), c.model.model_path);
+  auto weights = std::make_shared<model::StepWeights>(c.model.model_path);  // base shared by every version
+  auto sync = sync::make_checkpoint_sync(c.job_dir(), c.model.model_path, 1.0, weights);
   const auto& ebc = c.buffer.trainer_input.experience_buffer;
   if (!ebc.path.empty() && ebc.storage_type != "queue" && !buffer::is_postgres_url(ebc.path))
     file::make_dirs(fs::path(buffer::sqlite_path_from_url(ebc.path)).parent_path().string());
@@ -169,10 +170,10 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
   auto storage = buffer::open_storage(ebc);
 
   int64_t version = c.continue_from_checkpoint ? std::max<int64_t>(0, sync->latest_version()) : 0;
-  const std::string dir = version > 0
-                              ? model::exact_weights_dir(file::join(c.job_dir(), strcat("global_step_", version)))
-                              : c.model.model_path;
-  auto rm = make_rollout_model(c, rollout_weights(dir), version);
+  auto rm = make_rollout_model(c,
+                               version > 0 ? weights->load(file::join(c.job_dir(), strcat("global_step_", version)))
+                                           : initial_rollout_weights(c, *weights),
+                               version);
   file::make_dirs(file::join(c.job_dir(), "buffer"));
   // The call history lives beside the buffer: in its PostgreSQL database when it has one (serve
   // processes on several machines then share it), else in <job>/buffer/proxy_history.db.
@@ -231,8 +232,8 @@ StageSummary run_serve(const config::Config& c, const std::atomic<bool>* stop) {
     const int64_t v = sync->latest_version();
     if (v > version) {
       try {
-        const std::string d = model::exact_weights_dir(file::join(c.job_dir(), strcat("global_step_", v)));
-        rm->set_weights(rollout_weights(d), v);
+        const std::string d = file::join(c.job_dir(), strcat("global_step_", v));
+        rm->set_weights(weights->load(d), v);
         version = v;
         log::info("serve: now serving weights version ", v, " (", d, ")");
       } catch (const std::exception& e) {

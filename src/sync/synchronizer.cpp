@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/log.h"
-#include "model/checkpoint_dtype.h"
+#include "model/lora.h"
 
 namespace trinity::sync {
 
@@ -132,16 +132,28 @@ std::string field(const std::string& j, const std::string& key) {
 
 class CheckpointSync : public Synchronizer {
  public:
-  CheckpointSync(std::string job, std::string tok_dir, double poll_s)
-      : job_(std::move(job)), tok_dir_(std::move(tok_dir)), poll_s_(poll_s) {
+  CheckpointSync(std::string job, std::string base_dir, double poll_s, std::shared_ptr<model::StepWeights> weights)
+      : job_(std::move(job)),
+        base_dir_(std::move(base_dir)),
+        poll_s_(poll_s),
+        weights_(weights ? std::move(weights) : std::make_shared<model::StepWeights>(base_dir_)) {
     file::make_dirs(job_);
   }
   void publish(std::shared_ptr<const model::Transformer> w, int64_t version) override {
-    const std::string dir = file::join(job_, strcat("global_step_", version, "/huggingface"));
-    if (!file::exists(file::join(dir, "config.json"))) {  // a full checkpoint of this step has it already
-      model::SaveOptions so;  // atomic directory write, tokenizer files copied: a complete HF model
-      so.copy_tokenizer_from = tok_dir_;
-      model::save_merged(*w, dir, so);  // with LoRA adapters: the merged model
+    const std::string step = file::join(job_, strcat("global_step_", version));
+    if (w->has_lora()) {  // the adapter only: the reader has the base (model/step_weights.h)
+      const std::string dir = model::step_adapter_dir(step);
+      if (!model::is_adapter_dir(dir)) {  // a full checkpoint of this step has it already
+        file::make_dirs(file::join(step, "actor"));
+        model::save_adapter(*w, dir, base_dir_);
+      }
+    } else {
+      const std::string dir = file::join(step, "huggingface");
+      if (!file::exists(file::join(dir, "config.json"))) {
+        model::SaveOptions so;  // atomic directory write, tokenizer files copied: a complete HF model
+        so.copy_tokenizer_from = base_dir_;
+        model::save_merged(*w, dir, so);
+      }
     }
     file::write_atomic(file::join(job_, "latest_state_dict_iteration.txt"), std::to_string(version));
   }
@@ -216,12 +228,12 @@ class CheckpointSync : public Synchronizer {
 
  private:
   void load(int64_t v, Weights* out) {
-    const std::string dir = model::exact_weights_dir(file::join(job_, strcat("global_step_", v)));
-    out->model = std::make_shared<const model::Transformer>(model::Transformer::load(dir));
+    out->model = weights_->load(file::join(job_, strcat("global_step_", v)));
     out->version = v;
   }
-  std::string job_, tok_dir_;
+  std::string job_, base_dir_;
   double poll_s_;
+  std::shared_ptr<model::StepWeights> weights_;
   Clock::time_point next_status_{};  // when to repeat the "waiting for the trainer" line
 };
 
@@ -229,9 +241,9 @@ class CheckpointSync : public Synchronizer {
 
 std::unique_ptr<Synchronizer> make_memory_sync() { return std::make_unique<MemorySync>(); }
 
-std::unique_ptr<Synchronizer> make_checkpoint_sync(const std::string& job_dir, const std::string& tokenizer_dir,
-                                                   double poll_s) {
-  return std::make_unique<CheckpointSync>(job_dir, tokenizer_dir, poll_s);
+std::unique_ptr<Synchronizer> make_checkpoint_sync(const std::string& job_dir, const std::string& base_dir,
+                                                   double poll_s, std::shared_ptr<model::StepWeights> weights) {
+  return std::make_unique<CheckpointSync>(job_dir, base_dir, poll_s, std::move(weights));
 }
 
 }  // namespace trinity::sync

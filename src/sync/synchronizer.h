@@ -2,8 +2,10 @@
 //   memory      one process (`both` mode): the trainer publishes an immutable snapshot, the explorer
 //               waits for a version and swaps it into its engine.
 //   checkpoint  two processes (`explore` + `train`): the trainer writes
-//               <job>/global_step_N/huggingface/ and then latest_state_dict_iteration.txt; the
-//               explorer polls that file every poll_s and loads the directory.
+//               <job>/global_step_N/huggingface/ (with LoRA only its adapter,
+//               global_step_N/actor/lora_adapter) and then latest_state_dict_iteration.txt; the
+//               explorer polls that file every poll_s and loads the directory (model::StepWeights:
+//               a LoRA step is the base, loaded once, plus the adapter).
 // Each side also reports its state (running / finished / failed) so the peer never waits forever:
 // in memory mode through the object, in checkpoint mode through <job>/<role>_status.json with the
 // writer's pid (a peer whose pid is gone is reported as such, with a clear error). With two processes
@@ -15,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "model/step_weights.h"
 #include "model/transformer.h"
 
 namespace trinity::sync {
@@ -51,8 +54,11 @@ class Synchronizer {
 };
 
 std::unique_ptr<Synchronizer> make_memory_sync();
-// tokenizer_dir: tokenizer files copied into each published directory so it is a complete model.
-std::unique_ptr<Synchronizer> make_checkpoint_sync(const std::string& job_dir, const std::string& tokenizer_dir,
-                                                   double poll_s = 1.0);
+// base_dir: the run's model (model.model_path): its tokenizer files are copied into each published
+// directory so it is a complete model, and a LoRA step's adapter is loaded on it. `weights`: the
+// loader to share (the caller's base then serves both), null for one of its own.
+std::unique_ptr<Synchronizer> make_checkpoint_sync(const std::string& job_dir, const std::string& base_dir,
+                                                   double poll_s = 1.0,
+                                                   std::shared_ptr<model::StepWeights> weights = nullptr);
 
 }  // namespace trinity::sync

@@ -17,6 +17,7 @@
 #include "model/checkpoint_dtype.h"
 #include "model/lora.h"
 #include "model/safetensors.h"
+#include "model/step_weights.h"
 
 namespace trinity::trainer {
 
@@ -125,20 +126,21 @@ void load_moments(const model::SafetensorsFile& f, const std::string& prefix, Ad
 
 // With LoRA: <step>/actor/lora_adapter (Trinity's place for it).
 std::string adapter_dir(const std::string& step_dir) {
-  return file::join(step_dir, "actor/lora_adapter");
+  return model::step_adapter_dir(step_dir);
 }
 
-// The actor's HF export (merged when it has adapters: a plain model users load as is), plus the
-// exact fp32 weights in actor/ when the export is rounded, plus the PEFT adapter.
+// Without LoRA: the HF export, plus the exact fp32 weights in actor/ when the export is rounded
+// (full checkpoints). With LoRA the adapter is the exact state (the base is the run's model, frozen):
+// a full checkpoint writes it and the merged HF export (a plain model users load as is), a sync
+// writes only the adapter (model::StepWeights loads base + adapter), never a merged fp32 copy.
 void save_actor(const model::Transformer& actor, const std::string& dir, const model::SaveOptions& so,
-                const std::string& base_model, bool exact_copy) {
+                const std::string& base_model, bool full) {
   if (!actor.has_lora()) {
     actor.save(file::join(dir, "huggingface"), so);
-    if (exact_copy && so.dtype != tensor::DType::kF32) actor.save(file::join(dir, "actor"));
+    if (full && so.dtype != tensor::DType::kF32) actor.save(file::join(dir, "actor"));
     return;
   }
-  model::save_merged(actor, file::join(dir, "huggingface"), so);  // no merged copy in memory
-  if (exact_copy && so.dtype != tensor::DType::kF32) model::save_merged(actor, file::join(dir, "actor"));
+  if (full) model::save_merged(actor, file::join(dir, "huggingface"), so);  // no merged copy in memory
   file::make_dirs(file::join(dir, "actor"));
   model::save_adapter(actor, adapter_dir(dir), base_model);
 }
@@ -298,7 +300,7 @@ std::string save_sync_weights(const std::string& job_dir, int64_t step, const Po
     });
   }
   file::write_atomic(file::join(job_dir, kLatestState), std::to_string(step));
-  return model::exact_weights_dir(dir);
+  return trainer.actor().has_lora() ? adapter_dir(dir) : model::exact_weights_dir(dir);
 }
 
 int64_t prune_checkpoints(const std::string& job_dir, int64_t keep) {

@@ -2,11 +2,13 @@
 //   <job>/global_step_<N>/huggingface/          actor as an HF model dir in CheckpointOptions::hf_dtype
 //                                               (tokenizer files copied)
 //   <job>/global_step_<N>/actor/                the actor's exact fp32 weights (HF dir), only when
-//                                               hf_dtype is not F32 (model/checkpoint_dtype.h)
-//   <job>/global_step_<N>/actor/lora_adapter/   with LoRA: the PEFT adapter (huggingface/ is then the
-//                                               base with the adapter merged; the optimizer holds the
-//                                               adapters' moments; a resume reads the base from
-//                                               model_path and the adapter from here)
+//                                               hf_dtype is not F32 and without LoRA
+//                                               (model/checkpoint_dtype.h)
+//   <job>/global_step_<N>/actor/lora_adapter/   with LoRA: the PEFT adapter, the exact state
+//                                               (huggingface/ is then the base with the adapter
+//                                               merged; the optimizer holds the adapters' moments;
+//                                               a resume and a checkpoint-synced explorer read the
+//                                               base from model_path and the adapter from here)
 //   <job>/global_step_<N>/critic/               value model (PPO with a critic)
 //   <job>/global_step_<N>/optimizer.safetensors actor.exp_avg / actor.exp_avg_sq (+ critic.*)
 //   <job>/global_step_<N>/trainer_state.json    step, optimizer steps, schedules, KL coefficients,
@@ -55,8 +57,10 @@ std::string save_trainer_checkpoint(const std::string& job_dir, int64_t step, Po
 std::optional<TrainerCheckpoint> load_trainer_checkpoint(const std::string& job_dir, PolicyTrainer& trainer);
 
 // Weights only, for checkpoint-sync between explorer and trainer processes: writes
-// global_step_<N>/huggingface/ (fp32, no optimizer, no marker) unless a full checkpoint of N exists,
-// and updates latest_state_dict_iteration.txt. Returns model::exact_weights_dir of the step.
+// global_step_<N>/huggingface/ (fp32, no optimizer, no marker), or with LoRA only the adapter
+// (global_step_<N>/actor/lora_adapter; model::StepWeights reads either), unless a full checkpoint of
+// N exists, and updates latest_state_dict_iteration.txt. Returns the adapter directory with LoRA,
+// else model::exact_weights_dir of the step.
 std::string save_sync_weights(const std::string& job_dir, int64_t step, const PolicyTrainer& trainer,
                               const std::string& tokenizer_dir = "");
 

@@ -7,6 +7,8 @@
 #include <httplib.h>
 #include <signal.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "e2e_util.h"
@@ -223,4 +225,46 @@ TEST(LoraRun, Bf16BaseIsHeldAsStoredAndTrainsTheSameAdapters) {
   EXPECT_EQ(logs[1].find("layer weights held in bf16"), std::string::npos) << logs[1];
   ASSERT_FALSE(adapters[0].empty());
   EXPECT_TRUE(adapters[0] == adapters[1]) << "bf16-held and fp32 bases of equal values train the same adapters";
+}
+
+// Explorer and trainer as two processes with LoRA (checkpoint sync): a sync writes only the adapter
+// (no merged model), the explorer loads the base once and each version's adapter on it, so its
+// rollout logprobs are the trainer's (the rollout correction's KL ~ 0 at every step while the
+// versions advance); full checkpoints hold the adapter and the merged bf16 export, no fp32 copy.
+TEST(LoraRun, ExploreAndTrainProcessesSyncOnlyTheAdapter) {
+  const std::string root = shared_root();
+  const std::string name = "lora_two_proc";
+  fs::remove_all(job_dir(root, name));
+  std::string y = lora_yaml(name);
+  y += "  save_hf_dtype: bfloat16\n";
+  y += "  rollout_correction: {bypass_mode: false, rollout_is: token, rollout_is_threshold: 2.0}\n";
+  y += "synchronizer: {sync_timeout: 60}\n";
+  const std::string cfg = write_config(root, name, y);
+  const std::vector<std::string> common = {"--set", "buffer.trainer_input.experience_buffer.storage_type=sql",
+                                           "--set", "buffer.trainer_input.experience_buffer.max_read_timeout=60",
+                                           "--set", "explorer.eval_interval=100"};
+  std::vector<std::string> ea = {trinity_bin(), "run", "--config", cfg, "--set", "mode=explore"};
+  std::vector<std::string> ta = {trinity_bin(), "run", "--config", cfg, "--set", "mode=train"};
+  ea.insert(ea.end(), common.begin(), common.end());
+  ta.insert(ta.end(), common.begin(), common.end());
+  Proc tp = spawn(ta, root + "/" + name + "_trainer.log");
+  Proc ep = spawn(ea, root + "/" + name + "_explorer.log");
+  const int erc = wait_exit(ep, 120), trc = wait_exit(tp, 120);
+  ASSERT_EQ(erc, 0) << slurp(ep.log);
+  ASSERT_EQ(trc, 0) << slurp(tp.log);
+  const std::string job = job_dir(root, name);
+  const auto m = read_metrics(job);
+  EXPECT_EQ(metric_values(m, "explorer", "rollout/model_version"), (std::vector<double>{0, 1, 2, 3})) << slurp(ep.log);
+  const auto kl = metric_values(m, "trainer", "rollout_corr/kl");
+  ASSERT_EQ(kl.size(), 4u) << slurp(tp.log);
+  for (size_t i = 0; i < kl.size(); ++i) EXPECT_LT(std::abs(kl[i]), 1e-5) << "step " << i + 1 << ": " << slurp(ep.log);
+  for (const char* step : {"/global_step_1", "/global_step_3"}) {  // sync only
+    EXPECT_TRUE(fs::exists(job + step + "/actor/lora_adapter/adapter_model.safetensors")) << step;
+    EXPECT_FALSE(fs::exists(job + step + "/huggingface")) << step;
+  }
+  for (const char* step : {"/global_step_2", "/global_step_4"}) {  // full checkpoints
+    EXPECT_TRUE(fs::exists(job + step + "/actor/lora_adapter/adapter_model.safetensors")) << step;
+    EXPECT_EQ(json::parse(slurp(job + step + "/huggingface/config.json"))["torch_dtype"], "bfloat16") << step;
+    EXPECT_FALSE(fs::exists(job + step + "/actor/config.json")) << step << ": no merged fp32 copy";
+  }
 }

@@ -25,4 +25,13 @@ inline Batch random_batch(const std::vector<int>& lens, uint64_t seed) {
   return Batch::next_token(seqs);
 }
 
+// Rank 4, alpha 8 on every linear.
+inline LoraConfig lora4() {
+  LoraConfig c;
+  c.rank = 4;
+  c.alpha = 8;
+  c.target_modules = {"all-linear"};
+  return c;
+}
+
 }  // namespace trinity::model::testing

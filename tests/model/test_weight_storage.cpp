@@ -49,14 +49,6 @@ Pair pair(Arch arch) {
   return {std::move(f), std::move(h)};
 }
 
-LoraConfig lora4() {
-  LoraConfig c;
-  c.rank = 4;
-  c.alpha = 8;
-  c.target_modules = {"all-linear"};
-  return c;
-}
-
 void randomise_adapters(Transformer& m) {
   Rng r(5);
   for (auto& t : m.lora_tensors())
@@ -108,7 +100,7 @@ TEST(WeightStorage, LogprobsAndAdapterGradientsEqualFp32) {
       std::vector<float> grads[2], lps[2];
       int i = 0;
       for (Transformer* m : {&p.f32, &p.held}) {
-        m->add_lora(lora4(), 7);
+        m->add_lora(model::testing::lora4(), 7);
         randomise_adapters(*m);
         m->set_gradient_checkpointing(ckpt);
         std::vector<float> ent;
@@ -157,7 +149,7 @@ TEST(WeightStorage, Bf16CheckpointLoadsAsStoredAndSavesAsBf16) {
 TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
   Pair p = pair(Arch::kQwen2);
   for (Transformer* m : {&p.f32, &p.held}) {
-    m->add_lora(lora4(), 7);
+    m->add_lora(model::testing::lora4(), 7);
     randomise_adapters(*m);
   }
   const Transformer a = merged_copy(p.f32), b = merged_copy(p.held);
@@ -205,7 +197,7 @@ TEST(WeightStorage, MergedCopyAndPackedInferenceEqualFp32) {
 // writing through either model first gives the writer its own copy, so the other never changes.
 TEST(WeightStorage, SnapshotsShareTheFrozenBase) {
   Pair p = pair(Arch::kLlama);
-  p.held.add_lora(lora4(), 7);
+  p.held.add_lora(model::testing::lora4(), 7);
   randomise_adapters(p.held);
   const Transformer snap = adapted_copy(p.held);
   const Transformer& cheld = p.held;
@@ -231,7 +223,7 @@ TEST(WeightStorage, SnapshotsShareTheFrozenBase) {
   EXPECT_TRUE(std::equal(fbefore.begin(), fbefore.end(), static_cast<const float*>(fmine))) << "copied whole";
   fmine[0] += 1.0f;
   EXPECT_TRUE(std::equal(fbefore.begin(), fbefore.end(), snap2.params()));
-  p.f32.add_lora(lora4(), 7);
+  p.f32.add_lora(model::testing::lora4(), 7);
   const Transformer fsnap = adapted_copy(p.f32);
   const Transformer& cf = p.f32;
   EXPECT_EQ(fsnap.params(), cf.params());
@@ -252,7 +244,7 @@ TEST(WeightStorage, SnapshotsShareTheFrozenBase) {
 // decodes; a different base or dtype packs its own.
 TEST(WeightStorage, UnmergedAdaptersMatchTheMergedCopyAndReuseTheFrozenBase) {
   Pair p = pair(Arch::kQwen2);
-  p.held.add_lora(lora4(), 7);
+  p.held.add_lora(model::testing::lora4(), 7);
   randomise_adapters(p.held);
   const Transformer snap = adapted_copy(p.held);
   const auto pu = pack_infer_weights(snap, tensor::PackDType::kF32, LoraPacking::kUnmerged);
@@ -287,7 +279,7 @@ TEST(WeightStorage, UnmergedAdaptersMatchTheMergedCopyAndReuseTheFrozenBase) {
   EXPECT_FALSE(same_bits(l2, lu));
   // Another base, or another panel dtype: packed anew.
   Pair other = pair(Arch::kQwen2);
-  other.held.add_lora(lora4(), 7);
+  other.held.add_lora(model::testing::lora4(), 7);
   const Transformer osnap = adapted_copy(other.held);
   EXPECT_NE(pack_infer_weights(osnap, tensor::PackDType::kF32, LoraPacking::kUnmerged, pu.get())->base, pu->base);
   EXPECT_NE(pack_infer_weights(snap2, tensor::PackDType::kBF16, LoraPacking::kUnmerged, pu.get())->base, pu->base);

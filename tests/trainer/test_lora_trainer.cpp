@@ -1,8 +1,8 @@
 // The trainer with LoRA: a GRPO / PPO step moves only the adapters (the base bitwise unchanged, the
 // optimizer sized to the adapters), the reference policy is the base (KL of a fresh adapter is 0),
 // snapshot() carries the adapters (merged it is the merged model), and a checkpoint (PEFT adapter in
-// actor/lora_adapter, merged huggingface/) resumes bitwise; a LoRA checkpoint refuses a config without LoRA and vice
-// versa.
+// actor/lora_adapter, merged huggingface/, no merged fp32 copy) resumes bitwise, a sync writes only
+// the adapter; a LoRA checkpoint refuses a config without LoRA and vice versa.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -135,6 +135,21 @@ TEST(LoraTrainer, CheckpointHoldsAPeftAdapterAndResumesBitwise) {
   EXPECT_EQ(flat(a.actor().lora_tensors()), flat(b.actor().lora_tensors()));
   EXPECT_EQ(a.optimizer().m(), b.optimizer().m());
   EXPECT_TRUE(test::same_params(a.actor(), b.actor()));
+
+  // The adapter is the exact state: a bf16 export gets no merged fp32 copy in actor/, and a sync
+  // writes only the adapter (model::StepWeights loads base + adapter).
+  CheckpointOptions bf;
+  bf.hf_dtype = tensor::DType::kBF16;
+  const std::string d2 = save_trainer_checkpoint(job, 2, a, "{}", bf);
+  EXPECT_TRUE(fs::exists(d2 + "/huggingface/config.json"));
+  EXPECT_FALSE(fs::exists(d2 + "/actor/config.json"));
+  EXPECT_TRUE(model::is_adapter_dir(d2 + "/actor/lora_adapter"));
+  EXPECT_EQ(save_sync_weights(job, 3, a), job + "/global_step_3/actor/lora_adapter");
+  EXPECT_TRUE(model::is_adapter_dir(job + "/global_step_3/actor/lora_adapter"));
+  EXPECT_FALSE(fs::exists(job + "/global_step_3/huggingface"));
+  PolicyTrainer b2 = make_lora_trainer("grpo_verl");
+  ASSERT_EQ(load_trainer_checkpoint(job, b2)->step, 2);
+  EXPECT_EQ(flat(a.actor().lora_tensors()), flat(b2.actor().lora_tensors()));
 
   // A trainer without LoRA cannot resume it (and the other way round).
   algo::AlgorithmSpec spec;
