@@ -11,7 +11,8 @@ BIN=${BIN:-build/release/bench/dist/bench_dist}
 [ -x "$BIN" ] || { echo "build first: make build" >&2; exit 1; }
 shape=${1:-small}
 steps=${2:-3}
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
+# SkylakeX kernels only where the CPU has AVX-512 (OpenBLAS 0.3.21 misdetects such CPUs; elsewhere they trap).
+grep -qw avx512f /proc/cpuinfo && export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 one1=$(TRINITY_THREADS=1 OMP_NUM_THREADS=1 "$BIN" "$shape" "$steps")
 one2=$(TRINITY_THREADS=2 OMP_NUM_THREADS=2 "$BIN" "$shape" "$steps")

@@ -11,7 +11,8 @@ BIN=${BIN:-build/release/bench/lora/bench_lora}
 shape=${1:-qwen05}
 batch=${2:-8}
 seq=${3:-256}
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
+# SkylakeX kernels only where the CPU has AVX-512 (OpenBLAS 0.3.21 misdetects such CPUs; elsewhere they trap).
+grep -qw avx512f /proc/cpuinfo && export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 micro_seqs=$(( 1024 / seq > 0 ? 1024 / seq : 1 ))
 out=()
 for ckpt in 0 1; do

@@ -43,7 +43,8 @@ BIN=${BIN:-build/release/trinity}
 [ -x "$BIN" ] || { echo "build first: make build (or BIN=path/to/trinity)" >&2; exit 1; }
 BIN=$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")
 RUNS=${RUNS:-3}
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
+# SkylakeX kernels only where the CPU has AVX-512 (OpenBLAS 0.3.21 misdetects such CPUs; elsewhere they trap).
+grep -qw avx512f /proc/cpuinfo && export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 unset OMP_NUM_THREADS OPENBLAS_NUM_THREADS TRINITY_THREADS
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(tiny h256)

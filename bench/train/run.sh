@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${BIN:-build/release/bench/train/bench_train}
 [ -x "$BIN" ] || { echo "build first: make build" >&2; exit 1; }
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
+# SkylakeX kernels only where the CPU has AVX-512 (OpenBLAS 0.3.21 misdetects such CPUs; elsewhere they trap).
+grep -qw avx512f /proc/cpuinfo && export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 export OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 TRINITY_THREADS=2
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(tiny small qwen05)
