@@ -33,7 +33,8 @@
 # trinity runs with its default trainer.share_prompt_prefix: true (each task's 8 rows compute their
 # shared prompt once in the train step; PyTorch's loop computes it per row, as verl / TRL do);
 # NOSHARE=1 adds a trinity run with it off in each pair (impl trinity-noshare), to show both.
-# Usage: [RUNS=3] [STEPS=20|4] [CKPT=0|1] [TRINITY_CKPT=] [TORCH_CKPT=] [MALLOC_HUGETLB=1|0] [NOSHARE=0|1]
+# TORCH=0 skips the PyTorch side (trinity-only timings; no ratio then).
+# Usage: [RUNS=3] [STEPS=20|4] [CKPT=0|1] [TRINITY_CKPT=] [TORCH_CKPT=] [MALLOC_HUGETLB=1|0] [NOSHARE=0|1] [TORCH=1|0]
 #        [TORCH_MMAP_THRESHOLD=bytes] [BIN=build/release/trinity] [RESULTS=file]
 #        bench/rl/run.sh [tiny] [h256] [qwen05] [qwen15]      (no size: tiny h256)
 set -euo pipefail
@@ -106,8 +107,10 @@ ours() {  # size threads(auto|N) run [share prompts: 1 (default) | 0]
     -e "s#@SHARE@#$([ "$share" = 1 ] && echo true || echo false)#" -e "/@TOKLEN@/d" "$yaml" > "$work/cfg.yaml"
   local t0 t1 rss
   t0=$(date +%s.%N)
-  if [ "$2" = auto ]; then rss=$(GLIBC_TUNABLES=$tun rss_of "$dir.log" "$BIN" run --config "$work/cfg.yaml")
-  else rss=$(GLIBC_TUNABLES=$tun TRINITY_THREADS=$2 rss_of "$dir.log" "$BIN" run --config "$work/cfg.yaml"); fi
+  local ok=1
+  if [ "$2" = auto ]; then rss=$(GLIBC_TUNABLES=$tun rss_of "$dir.log" "$BIN" run --config "$work/cfg.yaml") || ok=0
+  else rss=$(GLIBC_TUNABLES=$tun TRINITY_THREADS=$2 rss_of "$dir.log" "$BIN" run --config "$work/cfg.yaml") || ok=0; fi
+  [ "$ok" = 1 ] || { echo "bench/rl: trinity run failed; the end of its log:" >&2; tail -20 "$dir.log" >&2; exit 1; }
   t1=$(date +%s.%N)
   /usr/bin/python3 - "$dir/checkpoints/bench_rl/grpo/monitor/metrics.jsonl" "$1" "$2" "$3" "$t0" "$t1" \
     "$(grep -o 'model has [0-9]* parameters: [0-9]* thread' "$dir.log" | head -1)" "$skip" "$rss" \
@@ -170,7 +173,7 @@ for r in $(seq 1 "$RUNS"); do
   for s in "${sizes[@]}"; do
     load=$(cut -d' ' -f1 /proc/loadavg)
     if lora "$s"; then   # 2 cores: auto = 2 threads
-      sides() { ours "$s" auto "$r"; if [ "${NOSHARE:-0}" = 1 ]; then ours "$s" auto "$r" 0; fi; torch_side "$s" 2 "$r"; }
+      sides() { ours "$s" auto "$r"; if [ "${NOSHARE:-0}" = 1 ]; then ours "$s" auto "$r" 0; fi; if [ "${TORCH:-1}" = 1 ]; then torch_side "$s" 2 "$r"; fi; }
     else sides() { ours "$s" auto "$r"; ours "$s" 2 "$r"; torch_side "$s" 1 "$r"; torch_side "$s" 2 "$r"; }; fi
     sides |
       /usr/bin/python3 -c 'import json,sys; [print(json.dumps(dict(json.loads(l), load=float(sys.argv[1]))), flush=True) for l in sys.stdin]' "$load" |

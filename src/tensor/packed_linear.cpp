@@ -2,8 +2,8 @@
 // panels x 32 outputs (2*MR*NP zmm accumulators; MR <= 12, NP = 1, or 2-4 for one- and two-row
 // calls so the FMA latency chain does not bound a memory-bound GEMV). Every output is one FMA
 // chain over k in order in every tile shape, so results are batch invariant: a row's outputs are
-// the same bits whatever other rows share the call. Without AVX-512 a portable scalar loop over
-// the same layout is used.
+// the same bits whatever other rows share the call. Without AVX-512: AVX2 + FMA tiles of up to 3
+// rows (the same chains), else a portable scalar loop over the same layout.
 #include "tensor/packed_linear.h"
 
 #include <algorithm>
@@ -14,6 +14,8 @@
 #include <immintrin.h>
 // GCC 12's AVX-512 headers pass _mm512_undefined_* as a merge source: -Wmaybe-uninitialized noise.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
 #endif
 
 #include "core/error.h"
@@ -209,6 +211,78 @@ void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int
         // clang-format on
         ++q;
       }
+    }
+    r += m;
+  }
+}
+
+#elif defined(__AVX2__) && defined(__FMA__)
+
+// AVX2 + FMA (CPUs without AVX-512: AMD Zen 1-3, Intel before Skylake-SP and most client parts):
+// the same layout and the same single FMA chain per output over k in order, 32 outputs as four ymm.
+// 16 registers hold at most 12 accumulators: tiles of up to 3 rows of one panel (the panel,
+// <= 192 KiB at ic 1536 fp32, stays in L2 across a call's row tiles) or one row of two panels.
+template <bool BF>
+inline __m256 load_w8(const void* panel, int64_t k, int c) {
+  if constexpr (BF) {
+    const auto* p = static_cast<const uint16_t*>(panel) + k * P + 8 * c;
+    const __m128i r = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(r), 16));
+  } else {
+    return _mm256_loadu_ps(static_cast<const float*>(panel) + k * P + 8 * c);
+  }
+}
+
+template <int MR, int NP, bool BF>
+void tile(const PanelJob* pj, int64_t ldy, const float* x, int64_t ldx, int64_t ic, bool acc) {
+  __m256 c[NP][MR][4];
+  for (int q = 0; q < NP; ++q)
+    for (int i = 0; i < MR; ++i)
+      for (int v = 0; v < 4; ++v) c[q][i][v] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < ic; ++k) {
+    __m256 xb[MR];
+    for (int i = 0; i < MR; ++i) xb[i] = _mm256_broadcast_ss(x + i * ldx + k);
+    for (int q = 0; q < NP; ++q) {
+      constexpr uintptr_t kStep = P * (BF ? 2 : 4);  // see the AVX-512 tile on the prefetches
+      const uintptr_t at = reinterpret_cast<uintptr_t>(pj[q].panel) + static_cast<uintptr_t>(k) * kStep;
+      _mm_prefetch(reinterpret_cast<const char*>(at + 32 * kStep), _MM_HINT_T0);
+      if constexpr (!BF) _mm_prefetch(reinterpret_cast<const char*>(at + 32 * kStep + 64), _MM_HINT_T0);
+      for (int v = 0; v < 4; ++v) {
+        const __m256 w = load_w8<BF>(pj[q].panel, k, v);
+        for (int i = 0; i < MR; ++i) c[q][i][v] = _mm256_fmadd_ps(xb[i], w, c[q][i][v]);
+      }
+    }
+  }
+  for (int q = 0; q < NP; ++q)
+    for (int i = 0; i < MR; ++i) {
+      alignas(32) float v[P];
+      for (int u = 0; u < 4; ++u) _mm256_store_ps(v + 8 * u, c[q][i][u]);
+      store_row(pj[q].y + i * ldy, v, pj[q].cols, pj[q].b, acc);
+    }
+}
+
+// Rows in balanced tiles of at most 3; one-row calls take two panels at a time. (Blocking k so a
+// panel block stays in L1 across the row tiles did not shorten the 1.5B-shape generation of
+// bench/rl on this VM: 43-47 s against 41.7 s, so the simple loop stays.)
+template <bool BF>
+void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int64_t ldx, int64_t ic, int64_t rows,
+                bool acc) {
+  constexpr int64_t MR = 3;
+  const int64_t tiles = (rows + MR - 1) / MR;
+  for (int64_t t = 0, r = 0; t < tiles; ++t) {
+    const int64_t m = rows / tiles + (t < rows % tiles ? 1 : 0);
+    PanelJob sh[kMaxGroup];
+    for (int64_t q = 0; q < np; ++q) sh[q] = pj[q], sh[q].y += r * ldy;
+    const float* xr = x + r * ldx;
+    for (int64_t q = 0; q < np; ++q) {
+      if (m == 1 && q + 1 < np)
+        tile<1, 2, BF>(sh + q, ldy, xr, ldx, ic, acc), ++q;
+      else if (m == 1)
+        tile<1, 1, BF>(sh + q, ldy, xr, ldx, ic, acc);
+      else if (m == 2)
+        tile<2, 1, BF>(sh + q, ldy, xr, ldx, ic, acc);
+      else
+        tile<3, 1, BF>(sh + q, ldy, xr, ldx, ic, acc);
     }
     r += m;
   }
