@@ -95,6 +95,20 @@ struct PanelJob {
 
 constexpr int64_t kMaxGroup = 4;  // panels per parallel item (one-row calls)
 
+// Splits `rows` into balanced tiles of at most MR rows and calls fn(sh, m, xr) for each: sh = the
+// np panel jobs moved to the tile's first output row, m its rows, xr its first input row.
+template <int64_t MR, class F>
+void for_row_tiles(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int64_t ldx, int64_t rows, F&& fn) {
+  const int64_t tiles = (rows + MR - 1) / MR;
+  for (int64_t t = 0, r = 0; t < tiles; ++t) {
+    const int64_t m = rows / tiles + (t < rows % tiles ? 1 : 0);
+    PanelJob sh[kMaxGroup];
+    for (int64_t q = 0; q < np; ++q) sh[q] = pj[q], sh[q].y += r * ldy;
+    fn(sh, m, x + r * ldx);
+    r += m;
+  }
+}
+
 // Panels per parallel item: one- and two-row calls group panels so their tiles have independent
 // accumulators (see tile); more rows keep one panel per item.
 int64_t group_of(int64_t rows) {
@@ -179,13 +193,7 @@ void tile(const PanelJob* pj, int64_t ldy, const float* x, int64_t ldx, int64_t 
 template <bool BF>
 void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int64_t ldx, int64_t ic, int64_t rows,
                 bool acc) {
-  constexpr int64_t MR = 12;
-  const int64_t tiles = (rows + MR - 1) / MR;
-  for (int64_t t = 0, r = 0; t < tiles; ++t) {
-    const int64_t m = rows / tiles + (t < rows % tiles ? 1 : 0);
-    PanelJob sh[kMaxGroup];
-    for (int64_t q = 0; q < np; ++q) sh[q] = pj[q], sh[q].y += r * ldy;
-    const float* xr = x + r * ldx;
+  for_row_tiles<12>(pj, np, ldy, x, ldx, rows, [&](const PanelJob* sh, int64_t m, const float* xr) {
     for (int64_t q = 0; q < np;) {
       const int64_t left = np - q;
       if (m == 1 && left >= 4) {
@@ -212,8 +220,7 @@ void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int
         ++q;
       }
     }
-    r += m;
-  }
+  });
 }
 
 #elif defined(__AVX2__) && defined(__FMA__)
@@ -267,13 +274,7 @@ void tile(const PanelJob* pj, int64_t ldy, const float* x, int64_t ldx, int64_t 
 template <bool BF>
 void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int64_t ldx, int64_t ic, int64_t rows,
                 bool acc) {
-  constexpr int64_t MR = 3;
-  const int64_t tiles = (rows + MR - 1) / MR;
-  for (int64_t t = 0, r = 0; t < tiles; ++t) {
-    const int64_t m = rows / tiles + (t < rows % tiles ? 1 : 0);
-    PanelJob sh[kMaxGroup];
-    for (int64_t q = 0; q < np; ++q) sh[q] = pj[q], sh[q].y += r * ldy;
-    const float* xr = x + r * ldx;
+  for_row_tiles<3>(pj, np, ldy, x, ldx, rows, [&](const PanelJob* sh, int64_t m, const float* xr) {
     for (int64_t q = 0; q < np; ++q) {
       if (m == 1 && q + 1 < np)
         tile<1, 2, BF>(sh + q, ldy, xr, ldx, ic, acc), ++q;
@@ -284,8 +285,7 @@ void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int
       else
         tile<3, 1, BF>(sh + q, ldy, xr, ldx, ic, acc);
     }
-    r += m;
-  }
+  });
 }
 
 #else  // portable fallback
