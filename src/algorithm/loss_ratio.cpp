@@ -52,11 +52,11 @@ PpoToken ppo_token(const PpoParams& p, double adv, double logp, double old) {
   return out;
 }
 
+AggMode agg_of(const Args& a, const char* key) {
+  return parse_agg_mode(a.str(key), a.where());
+}
+
 namespace {
-
-const ArgDef kAgg{"loss_agg_mode", "token-mean", "loss aggregation (aggregation.h)"};
-
-AggMode agg_of(const Args& a) { return parse_agg_mode(a.str("loss_agg_mode"), a.where()); }
 
 // Per-row masked mean of (logp − old), [B].
 std::vector<double> row_mean_log_ratio(const TokenBatch& mb) {
@@ -403,39 +403,40 @@ RegistryEntry<PolicyLoss> entry(const char* name, const char* doc, ArgSpec spec)
 }  // namespace
 
 void add_ratio_losses(std::vector<RegistryEntry<PolicyLoss>>& out) {
-  out.push_back(entry<PpoLoss>(
-      "ppo", "clipped surrogate max(−A·r, −A·clip(r)), dual clip for A<0 (arXiv 1707.06347, 1912.09729)",
-      {{"clip_range", 0.2, "ε for both sides"},
-       {"clip_range_low", nullptr, "ε_low (overrides clip_range)"},
-       {"clip_range_high", nullptr, "ε_high (overrides clip_range); DAPO clip-higher uses 0.28"},
-       {"clip_ratio_c", 3.0, "dual-clip bound c (> 1) for A < 0"},
-       kAgg,
-       {"enable_sequence_masking", false, "drop A<0 tokens of sequences with mean(old−logp) > delta"},
-       {"delta_sequence_masking", 0.1, "sequence-masking KL threshold"},
-       {"fallback_to_policy_gradient", false, "use r = 1 with the REINFORCE gradient"}}));
+  out.push_back(
+      entry<PpoLoss>("ppo", "clipped surrogate max(−A·r, −A·clip(r)), dual clip for A<0 (arXiv 1707.06347, 1912.09729)",
+                     {{"clip_range", 0.2, "ε for both sides"},
+                      {"clip_range_low", nullptr, "ε_low (overrides clip_range)"},
+                      {"clip_range_high", nullptr, "ε_high (overrides clip_range); DAPO clip-higher uses 0.28"},
+                      {"clip_ratio_c", 3.0, "dual-clip bound c (> 1) for A < 0"},
+                      kAggArg,
+                      {"enable_sequence_masking", false, "drop A<0 tokens of sequences with mean(old−logp) > delta"},
+                      {"delta_sequence_masking", 0.1, "sequence-masking KL threshold"},
+                      {"fallback_to_policy_gradient", false, "use r = 1 with the REINFORCE gradient"}}));
   out.push_back(entry<GspoLoss>(
       "gspo", "sequence-level ratio exp(mean_t lr), clipped (arXiv 2507.18071)",
       {{"clip_range", nullptr, "ε for both sides (when low/high unset)"},
        {"clip_range_low", nullptr, "ε_low (3e-4 when no clip arg is set)"},
        {"clip_range_high", nullptr, "ε_high (4e-4 when no clip arg is set)"},
        {"loss_agg_mode", "seq-mean-token-mean", "loss aggregation (aggregation.h)"}}));
-  out.push_back(entry<CispoLoss>(
-      "cispo", "−A·sg(clip(r, 1−lo, 1+hi))·logp (MiniMax-M1, arXiv 2506.13585)",
-      {{"clip_range_low", 1.0, "lower clip ε (1.0 = no lower bound)"},
-       {"clip_range_high", 0.28, "upper clip ε"},
-       {"enable_mask_clip", false, "zero tokens with (r > 1+mhi, A>0) or (r < 1−mlo, A<0)"},
-       {"mask_clip_range_low", 1.0, "mask lower ε"},
-       {"mask_clip_range_high", 0.28, "mask upper ε"},
-       kAgg}));
-  out.push_back(entry<SapoLoss>("sapo", "soft gate σ(τ(r−1))·4/τ instead of clipping (arXiv 2511.20347)",
-                                {{"tau_pos", 1.0, "τ for A > 0"}, {"tau_neg", 1.05, "τ for A ≤ 0 (≥ tau_pos)"}, kAgg}));
-  out.push_back(entry<ToprLoss>("topr", "tapered off-policy REINFORCE −sg(clamp(r,0,1))·A·logp for A ≤ thr (arXiv 2503.14286)",
-                                {{"advantage_threshold", 0.0, "A above this uses α = 1"}, kAgg}));
+  out.push_back(entry<CispoLoss>("cispo", "−A·sg(clip(r, 1−lo, 1+hi))·logp (MiniMax-M1, arXiv 2506.13585)",
+                                 {{"clip_range_low", 1.0, "lower clip ε (1.0 = no lower bound)"},
+                                  {"clip_range_high", 0.28, "upper clip ε"},
+                                  {"enable_mask_clip", false, "zero tokens with (r > 1+mhi, A>0) or (r < 1−mlo, A<0)"},
+                                  {"mask_clip_range_low", 1.0, "mask lower ε"},
+                                  {"mask_clip_range_high", 0.28, "mask upper ε"},
+                                  kAggArg}));
+  out.push_back(
+      entry<SapoLoss>("sapo", "soft gate σ(τ(r−1))·4/τ instead of clipping (arXiv 2511.20347)",
+                      {{"tau_pos", 1.0, "τ for A > 0"}, {"tau_neg", 1.05, "τ for A ≤ 0 (≥ tau_pos)"}, kAggArg}));
+  out.push_back(entry<ToprLoss>("topr",
+                                "tapered off-policy REINFORCE −sg(clamp(r,0,1))·A·logp for A ≤ thr (arXiv 2503.14286)",
+                                {{"advantage_threshold", 0.0, "A above this uses α = 1"}, kAggArg}));
   out.push_back(entry<OpmdLoss>("opmd", "−A·logp/(1+τ) (Trinity-RFT OPMD, arXiv 2505.17826)",
-                                {{"tau", 1.0, "regularisation strength"}, kAgg}));
+                                {{"tau", 1.0, "regularisation strength"}, kAggArg}));
   out.push_back(entry<SppoLoss>("sppo", "−A·(logp − old) on tokens with 1/(1+ε) ≤ r ≤ 1+ε",
-                                {{"epsilon", 0.3, "ratio band"}, kAgg}));
-  out.push_back(entry<IsLoss>("importance_sampling", "−A·exp(clamp(logp − old, ±20))", {kAgg}));
+                                {{"epsilon", 0.3, "ratio band"}, kAggArg}));
+  out.push_back(entry<IsLoss>("importance_sampling", "−A·exp(clamp(logp − old, ±20))", {kAggArg}));
 }
 
 }  // namespace trinity::algo

@@ -15,10 +15,6 @@
 namespace trinity::algo {
 namespace {
 
-AggMode agg_of(const Args& a, const char* key = "loss_agg_mode") {
-  return parse_agg_mode(a.str(key), a.where());
-}
-
 enum class SftKind { kPlain, kIs, kPhi };
 
 // Token term of the SFT family.
@@ -193,8 +189,6 @@ class MixLoss : public PolicyLoss {
   SftKind sft_ = SftKind::kPlain;
 };
 
-const ArgDef kAgg{"loss_agg_mode", "token-mean", "loss aggregation (aggregation.h)"};
-
 ArgSpec mix_spec(bool chord) {
   ArgSpec s;
   if (chord) {
@@ -210,7 +204,7 @@ ArgSpec mix_spec(bool chord) {
       {"clip_range", 0.2, "PPO ε on usual rows"},
       {"clip_range_low", nullptr, "PPO ε_low"},
       {"clip_range_high", nullptr, "PPO ε_high"},
-      kAgg,
+      kAggArg,
       {"sft_loss_agg_mode", nullptr, "aggregation of the expert term (default loss_agg_mode)"},
       {"grpo_loss_agg_mode", nullptr, "aggregation of the usual term (default loss_agg_mode)"},
       {"use_dynamic_bsz", nullptr, "accepted for Trinity compatibility; unused (the normaliser is exact)"},
@@ -226,12 +220,14 @@ ArgSpec mix_spec(bool chord) {
 }  // namespace
 
 void add_sft_losses(std::vector<RegistryEntry<PolicyLoss>>& out) {
-  out.push_back({"sft", "Agg(−logp)", {kAgg},
-                 [](const Args& a) { return std::make_unique<SftLoss>(SftKind::kPlain, a); }});
-  out.push_back({"sft_is", "Agg(−logp·sg(p)) (CHORD, arXiv 2508.11408)", {kAgg},
-                 [](const Args& a) { return std::make_unique<SftLoss>(SftKind::kIs, a); }});
-  out.push_back({"sft_phi", "Agg(−min(logp, log cutoff)·sg(p(1−p))) (CHORD-φ, arXiv 2508.11408)",
-                 {kAgg, {"cutoff_prob", 1.0, "clamp logp at log(cutoff_prob), in (0, 1]"}},
+  out.push_back(
+      {"sft", "Agg(−logp)", {kAggArg}, [](const Args& a) { return std::make_unique<SftLoss>(SftKind::kPlain, a); }});
+  out.push_back({"sft_is", "Agg(−logp·sg(p)) (CHORD, arXiv 2508.11408)", {kAggArg}, [](const Args& a) {
+                   return std::make_unique<SftLoss>(SftKind::kIs, a);
+                 }});
+  out.push_back({"sft_phi",
+                 "Agg(−min(logp, log cutoff)·sg(p(1−p))) (CHORD-φ, arXiv 2508.11408)",
+                 {kAggArg, {"cutoff_prob", 1.0, "clamp logp at log(cutoff_prob), in (0, 1]"}},
                  [](const Args& a) { return std::make_unique<SftLoss>(SftKind::kPhi, a); }});
   out.push_back({"dpo", "−logσ(βΔ) per (chosen, rejected) pair (arXiv 2305.18290)",
                  {{"beta", 0.1, "β"}, {"label_smoothing", 0.0, "conservative-DPO smoothing in [0, 0.5]"}},

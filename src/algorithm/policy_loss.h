@@ -52,6 +52,10 @@ struct PpoToken {
 PpoToken ppo_token(const PpoParams& p, double adv, double logp, double old);
 PpoParams ppo_params(const Args& a);  // clip_range / clip_range_low / clip_range_high / clip_ratio_c
 
+// The loss_agg_mode argument of the losses, and the mode under `key` (ConfigError naming it).
+inline const ArgDef kAggArg{"loss_agg_mode", "token-mean", "loss aggregation (aggregation.h)"};
+AggMode agg_of(const Args& a, const char* key = "loss_agg_mode");
+
 // Registration hooks of the loss files (policy_loss.cpp assembles the registry).
 void add_ratio_losses(std::vector<RegistryEntry<PolicyLoss>>& out);  // loss_ratio.cpp
 void add_rec_loss(std::vector<RegistryEntry<PolicyLoss>>& out);      // loss_rec.cpp

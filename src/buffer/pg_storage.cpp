@@ -26,7 +26,7 @@ using detail::json;
 
 namespace {
 
-enum Status { kPending = 0, kReady = 1, kLeased = 2, kDone = 3 };
+using enum detail::RowStatus;
 constexpr int kPgSchemaVersion = 1;
 constexpr double kReconnectSeconds = 60;  // how long a lost server is waited for (after the first connection)
 

@@ -28,16 +28,17 @@ constexpr int kQueueSchemaVersion = 1;  // PRAGMA user_version of a queue file
 using Busy = detail::SqliteBusy;
 
 // Statements whose errors are the annotate component's.
-class Stmt : public detail::Stmt {
+class AnnotateStmt : public detail::Stmt {
  public:
-  Stmt(sqlite3* db, const std::string& sql, const std::string& where) : detail::Stmt(db, sql, where, "annotate") {}
+  AnnotateStmt(sqlite3* db, const std::string& sql, const std::string& where)
+      : detail::Stmt(db, sql, where, "annotate") {}
 };
 
 const char kColumns[] =
     "id, prompt_hash, prompt, response_a, response_b, model_path, model_version, created_at, state, identical, "
     "lease_token, leased_by, lease_expires_at, choice, annotator, labelled_at";
 
-PreferencePair read_pair(const Stmt& s) {
+PreferencePair read_pair(const AnnotateStmt& s) {
   PreferencePair p;
   p.id = s.i64(0);
   p.prompt_hash = s.text(1), p.prompt = s.text(2), p.response_a = s.text(3), p.response_b = s.text(4);
@@ -82,13 +83,13 @@ struct PreferenceQueue::Db {
   }
   void exec(const char* sql) { detail::sqlite_exec(db, sql, where, "annotate"); }
   std::optional<PreferencePair> get(int64_t id) {
-    Stmt s(db, strcat("SELECT ", kColumns, " FROM pairs WHERE id = ?").c_str(), where);
+    AnnotateStmt s(db, strcat("SELECT ", kColumns, " FROM pairs WHERE id = ?").c_str(), where);
     s.bind(1, id);
     if (!s.step()) return std::nullopt;
     return read_pair(s);
   }
   int64_t count(const char* sql) {
-    Stmt s(db, sql, where);
+    AnnotateStmt s(db, sql, where);
     return s.step() ? s.i64(0) : 0;
   }
 };
@@ -170,7 +171,7 @@ std::string PreferenceQueue::prompt_hash(const std::string& prompt_json) {
 
 bool PreferenceQueue::contains(const std::string& hash) {
   std::lock_guard<std::mutex> l(mu_);
-  Stmt s(db_->db, "SELECT 1 FROM pairs WHERE prompt_hash = ?", db_->where);
+  AnnotateStmt s(db_->db, "SELECT 1 FROM pairs WHERE prompt_hash = ?", db_->where);
   s.bind(1, hash);
   return s.step();
 }
@@ -179,10 +180,11 @@ bool PreferenceQueue::enqueue(const NewPair& p) {
   const std::string hash = prompt_hash(p.prompt);
   std::lock_guard<std::mutex> l(mu_);
   return transaction([&] {
-    Stmt s(db_->db,
-           "INSERT OR IGNORE INTO pairs (prompt_hash, prompt, response_a, response_b, model_path, model_version, "
-           "created_at, state, identical) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-           db_->where);
+    AnnotateStmt s(
+        db_->db,
+        "INSERT OR IGNORE INTO pairs (prompt_hash, prompt, response_a, response_b, model_path, model_version, "
+        "created_at, state, identical) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        db_->where);
     s.bind(1, hash).bind(2, p.prompt).bind(3, p.response_a).bind(4, p.response_b).bind(5, p.model_path);
     s.bind(6, p.model_version).bind(7, now()).bind(8, std::string(p.identical ? "skipped" : "pending"));
     s.bind(9, static_cast<int64_t>(p.identical ? 1 : 0));
@@ -192,10 +194,10 @@ bool PreferenceQueue::enqueue(const NewPair& p) {
 }
 
 void PreferenceQueue::release_expired_locked() {
-  Stmt s(db_->db,
-         "UPDATE pairs SET state = 'pending', lease_token = NULL, leased_by = NULL, lease_expires_at = NULL "
-         "WHERE state = 'leased' AND lease_expires_at <= ?",
-         db_->where);
+  AnnotateStmt s(db_->db,
+                 "UPDATE pairs SET state = 'pending', lease_token = NULL, leased_by = NULL, lease_expires_at = NULL "
+                 "WHERE state = 'leased' AND lease_expires_at <= ?",
+                 db_->where);
   s.bind(1, now());
   s.step();
 }
@@ -208,22 +210,23 @@ LeaseResult PreferenceQueue::next(const std::string& annotator) {
     LeaseResult out;
     int64_t id = 0;
     {
-      Stmt held(db_->db, "SELECT id FROM pairs WHERE state = 'leased' AND leased_by = ? ORDER BY id LIMIT 1",
-                db_->where);
+      AnnotateStmt held(db_->db, "SELECT id FROM pairs WHERE state = 'leased' AND leased_by = ? ORDER BY id LIMIT 1",
+                        db_->where);
       held.bind(1, annotator);
       if (held.step()) id = held.i64(0);
     }
     if (id) {  // the caller asks again (a reloaded page): the same pair, lease renewed
-      Stmt s(db_->db, "UPDATE pairs SET lease_expires_at = ? WHERE id = ?", db_->where);
+      AnnotateStmt s(db_->db, "UPDATE pairs SET lease_expires_at = ? WHERE id = ?", db_->where);
       s.bind(1, t + opts_.lease_seconds).bind(2, id);
       s.step();
     } else {
-      Stmt pick(db_->db, "SELECT id FROM pairs WHERE state = 'pending' ORDER BY id LIMIT 1", db_->where);
+      AnnotateStmt pick(db_->db, "SELECT id FROM pairs WHERE state = 'pending' ORDER BY id LIMIT 1", db_->where);
       if (pick.step()) id = pick.i64(0);
       if (id) {
-        Stmt s(db_->db,
-               "UPDATE pairs SET state = 'leased', lease_token = ?, leased_by = ?, lease_expires_at = ? WHERE id = ?",
-               db_->where);
+        AnnotateStmt s(
+            db_->db,
+            "UPDATE pairs SET state = 'leased', lease_token = ?, leased_by = ?, lease_expires_at = ? WHERE id = ?",
+            db_->where);
         s.bind(1, random_token()).bind(2, annotator).bind(3, t + opts_.lease_seconds).bind(4, id);
         s.step();
       }
@@ -255,10 +258,11 @@ QueueOutcome PreferenceQueue::label(int64_t id, const std::string& lease, const 
       return fail(QueueOutcome::kConflict,
                   strcat("pair ", id, ": the lease expired at ", iso8601_utc(p->lease_expires_at),
                          "; get a new one with GET /api/annotate/next"));
-    Stmt s(db_->db,
-           "UPDATE pairs SET state = 'labelled', choice = ?, annotator = ?, labelled_at = ?, lease_token = NULL, "
-           "leased_by = NULL, lease_expires_at = NULL WHERE id = ?",
-           db_->where);
+    AnnotateStmt s(
+        db_->db,
+        "UPDATE pairs SET state = 'labelled', choice = ?, annotator = ?, labelled_at = ?, lease_token = NULL, "
+        "leased_by = NULL, lease_expires_at = NULL WHERE id = ?",
+        db_->where);
     s.bind(1, choice).bind(2, annotator.empty() ? p->leased_by : annotator).bind(3, now()).bind(4, id);
     s.step();
     return {};
@@ -274,10 +278,10 @@ QueueOutcome PreferenceQueue::skip(int64_t id, const std::string& lease) {
       return fail(QueueOutcome::kConflict,
                   strcat("pair ", id, " is not leased with lease '", lease, "' (state ", p->state,
                          p->state == "leased" && p->lease_token == lease ? ", lease expired" : "", ")"));
-    Stmt s(db_->db,
-           "UPDATE pairs SET state = 'skipped', annotator = leased_by, lease_token = NULL, leased_by = NULL, "
-           "lease_expires_at = NULL WHERE id = ?",
-           db_->where);
+    AnnotateStmt s(db_->db,
+                   "UPDATE pairs SET state = 'skipped', annotator = leased_by, lease_token = NULL, leased_by = NULL, "
+                   "lease_expires_at = NULL WHERE id = ?",
+                   db_->where);
     s.bind(1, id);
     s.step();
     return {};
@@ -296,9 +300,9 @@ QueueOutcome PreferenceQueue::undo(int64_t id, const std::string& annotator) {
     if (p->annotator != annotator)
       return fail(QueueOutcome::kConflict, strcat("pair ", id, " was labelled by '", p->annotator, "', not '",
                                                   annotator, "': only that annotator can undo it"));
-    Stmt s(db_->db,
-           "UPDATE pairs SET state = 'pending', choice = NULL, annotator = NULL, labelled_at = NULL WHERE id = ?",
-           db_->where);
+    AnnotateStmt s(
+        db_->db, "UPDATE pairs SET state = 'pending', choice = NULL, annotator = NULL, labelled_at = NULL WHERE id = ?",
+        db_->where);
     s.bind(1, id);
     s.step();
     return {};
@@ -317,17 +321,17 @@ PreferenceStats PreferenceQueue::stats() {
     PreferenceStats st;
     for (const char* s : {"pending", "leased", "labelled", "skipped"}) st.by_state[s] = 0;
     {
-      Stmt s(db_->db, "SELECT state, COUNT(*) FROM pairs GROUP BY state", db_->where);
+      AnnotateStmt s(db_->db, "SELECT state, COUNT(*) FROM pairs GROUP BY state", db_->where);
       while (s.step()) {
         st.by_state[s.text(0)] = s.i64(1);
         st.total += s.i64(1);
       }
     }
     st.identical = db_->count("SELECT COUNT(*) FROM pairs WHERE identical = 1");
-    Stmt s(db_->db,
-           "SELECT annotator, CASE WHEN state = 'skipped' THEN 'skipped' ELSE choice END, COUNT(*) FROM pairs "
-           "WHERE state IN ('labelled', 'skipped') AND annotator IS NOT NULL GROUP BY 1, 2",
-           db_->where);
+    AnnotateStmt s(db_->db,
+                   "SELECT annotator, CASE WHEN state = 'skipped' THEN 'skipped' ELSE choice END, COUNT(*) FROM pairs "
+                   "WHERE state IN ('labelled', 'skipped') AND annotator IS NOT NULL GROUP BY 1, 2",
+                   db_->where);
     while (s.step()) st.by_annotator[s.text(0)][s.text(1)] = s.i64(2);
     return st;
   });
@@ -336,7 +340,8 @@ PreferenceStats PreferenceQueue::stats() {
 std::vector<PreferencePair> PreferenceQueue::labelled() {
   std::lock_guard<std::mutex> l(mu_);
   std::vector<PreferencePair> out;
-  Stmt s(db_->db, strcat("SELECT ", kColumns, " FROM pairs WHERE state = 'labelled' ORDER BY id").c_str(), db_->where);
+  AnnotateStmt s(db_->db, strcat("SELECT ", kColumns, " FROM pairs WHERE state = 'labelled' ORDER BY id").c_str(),
+                 db_->where);
   while (s.step()) out.push_back(read_pair(s));
   return out;
 }

@@ -25,7 +25,7 @@ using detail::json;
 
 namespace {
 
-enum Status { kPending = 0, kReady = 1, kLeased = 2, kDone = 3 };
+using enum detail::RowStatus;
 
 using Busy = detail::SqliteBusy;
 using detail::Stmt;

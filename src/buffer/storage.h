@@ -104,4 +104,9 @@ std::string sqlite_path_from_url(const std::string& url);
 // The SQL table of buffer `name`: letters, digits and '_' kept, others '_' (PostgreSQL: lower case).
 std::string sql_table_name(const std::string& name, bool lowercase = false);
 
+namespace detail {
+// The state column of the durable storages' experience rows (sqlite and PostgreSQL: same values on disk).
+enum RowStatus : int { kPending = 0, kReady = 1, kLeased = 2, kDone = 3 };
+}  // namespace detail
+
 }  // namespace trinity::buffer

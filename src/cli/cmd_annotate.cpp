@@ -43,7 +43,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const char kUsage[] =
+const char kAnnotateUsage[] =
     "usage: trinity data annotate (--config X.yaml [--set k=v] | --model DIR --data FILE [--prompt-key prompt]\n"
     "                              [--split train]) --queue Q.db [--host 127.0.0.1] [--port 8090] [--limit N]\n"
     "                              [--temperature 1.0] [--max-tokens 256] [--seed 42] [--out pairs.jsonl]\n"
@@ -270,7 +270,7 @@ void export_pairs(buffer::PreferenceQueue& q, const std::string& out) {
 int cmd_data_annotate(const Argv& argv) {
   for (const auto& x : argv)
     if (x == "--help" || x == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kAnnotateUsage, stdout);
       return 0;
     }
   const Args a("data annotate", argv,

@@ -33,7 +33,7 @@ namespace trinity::cli {
 
 namespace {
 
-const char kUsage[] =
+const char kServeUsage[] =
     "usage: trinity serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key KEY] [--kv-cache-mb 1024]\n"
     "                     [--max-model-len N] [--served-model-name NAME] [--max-request-mb 8]\n"
     "                     [--http-threads 256] [--allow-origin ORIGIN] [--header-timeout-s 10]\n"
@@ -49,7 +49,7 @@ const char kUsage[] =
 int cmd_serve(const Argv& argv) {
   for (const auto& x : argv)
     if (x == "--help" || x == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kServeUsage, stdout);
       return 0;
     }
   Args a("serve", argv,

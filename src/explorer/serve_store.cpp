@@ -16,7 +16,7 @@ namespace trinity::explorer {
 
 namespace {
 
-enum State : int { kRecorded = 0, kReady = 1, kCommitted = 2 };
+using enum detail::CallState;
 
 // One prepared statement, finalized on scope exit.
 class Stmt {

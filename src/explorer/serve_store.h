@@ -62,4 +62,9 @@ std::unique_ptr<ServeStore> open_serve_store(const std::string& where, const std
 // The PostgreSQL store (serve_store_pg.cpp).
 std::unique_ptr<ServeStore> open_pg_serve_store(const std::string& url, const std::string& table);
 
+namespace detail {
+// The state column of the stores' call rows (sqlite and PostgreSQL: same values on disk).
+enum CallState : int { kRecorded = 0, kReady = 1, kCommitted = 2 };
+}  // namespace detail
+
 }  // namespace trinity::explorer

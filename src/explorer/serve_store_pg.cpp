@@ -14,7 +14,7 @@ namespace trinity::explorer {
 
 namespace {
 
-enum State : int { kRecorded = 0, kReady = 1, kCommitted = 2 };
+using enum detail::CallState;
 
 using Param = buffer::PgSession::Param;
 

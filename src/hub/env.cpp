@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/text.h"
+
 namespace trinity::hub {
 
 namespace {
@@ -19,13 +21,6 @@ std::string getenv_str(const char* name) {
 std::string expand_user(const std::string& p) {
   if (p.empty() || p[0] != '~') return p;
   return getenv_str("HOME") + p.substr(1);
-}
-
-std::string trim(std::string s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
 }
 
 }  // namespace

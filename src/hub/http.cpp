@@ -14,6 +14,7 @@
 
 #include "core/console.h"
 #include "core/log.h"
+#include "core/text.h"
 
 namespace trinity::hub {
 
@@ -31,13 +32,6 @@ void global_init() {
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t a = 0, b = s.size();
-  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  return s.substr(a, b - a);
 }
 
 bool is_redirect(long status) {

@@ -62,23 +62,17 @@ std::vector<tensor::Tensor> load_params(const WeightSource& ws, const ModelConfi
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) {
+[[noreturn]] void fail_ckpt(const std::string& path, const std::string& msg) {
   throw IoError("checkpoint", strcat(path, ": ", msg));
 }
 
 void fsync_path(const std::string& path, bool dir) {
   const int fd = ::open(path.c_str(), (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) fail(path, strcat("cannot open for fsync: ", std::strerror(errno)));
+  if (fd < 0) fail_ckpt(path, strcat("cannot open for fsync: ", std::strerror(errno)));
   const int rc = ::fsync(fd);
   const int e = errno;
   ::close(fd);
-  if (rc != 0) fail(path, strcat("fsync failed: ", std::strerror(e)));
-}
-
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
+  if (rc != 0) fail_ckpt(path, strcat("fsync failed: ", std::strerror(e)));
 }
 
 // Empty, or holds config.json or a *.safetensors file.
@@ -104,7 +98,7 @@ void swap_into_place(const std::string& tmp, const std::string& target) {
   std::error_code ec;
   if (!file::exists(target)) {
     if (::rename(tmp.c_str(), target.c_str()) != 0)
-      fail(target, strcat("cannot rename '", tmp, "' into place: ", std::strerror(errno)));
+      fail_ckpt(target, strcat("cannot rename '", tmp, "' into place: ", std::strerror(errno)));
     return;
   }
   if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
@@ -112,17 +106,17 @@ void swap_into_place(const std::string& tmp, const std::string& target) {
     return;
   }
   if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-    fail(target, strcat("cannot exchange '", tmp, "' with it: ", std::strerror(errno)));
+    fail_ckpt(target, strcat("cannot exchange '", tmp, "' with it: ", std::strerror(errno)));
   // No RENAME_EXCHANGE here: move the old one aside, then the new one in (a crash between the two
   // leaves <dir>.old.<pid> holding the complete old checkpoint).
   const std::string old = strcat(target, ".old.", ::getpid());
   fs::remove_all(old, ec);
   if (::rename(target.c_str(), old.c_str()) != 0)
-    fail(target, strcat("cannot move the old checkpoint aside to '", old, "': ", std::strerror(errno)));
+    fail_ckpt(target, strcat("cannot move the old checkpoint aside to '", old, "': ", std::strerror(errno)));
   if (::rename(tmp.c_str(), target.c_str()) != 0) {
     const int e = errno;
     ::rename(old.c_str(), target.c_str());
-    fail(target, strcat("cannot rename '", tmp, "' into place: ", std::strerror(e)));
+    fail_ckpt(target, strcat("cannot rename '", tmp, "' into place: ", std::strerror(e)));
   }
   fs::remove_all(old, ec);
 }
@@ -133,33 +127,34 @@ void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const std::
                      const SaveOptions& opts) {
   cfg.validate();
   if (opts.dtype != DType::kF32 && opts.dtype != DType::kBF16 && opts.dtype != DType::kF16)
-    fail(dir, "checkpoint dtype must be F32, BF16 or F16");
+    fail_ckpt(dir, "checkpoint dtype must be F32, BF16 or F16");
   std::map<std::string, const tensor::Tensor*> by_name;
   for (const NamedTensor& nt : tensors) by_name[nt.name] = nt.tensor;
   for (const ParamSpec& spec : param_specs(cfg)) {
     auto it = by_name.find(spec.name);
     if (it == by_name.end() || it->second == nullptr)
-      fail(dir, strcat("tensor '", spec.name, "' is missing from the tensors to save"));
+      fail_ckpt(dir, strcat("tensor '", spec.name, "' is missing from the tensors to save"));
     if (it->second->shape() != spec.shape)
-      fail(dir, strcat("tensor '", spec.name, "' has shape ", it->second->shape_str(), ", expected ",
-                       shape_str(spec.shape)));
+      fail_ckpt(dir, strcat("tensor '", spec.name, "' has shape ", it->second->shape_str(), ", expected ",
+                            tensor::shape_str(spec.shape)));
   }
 
   std::string target = dir;
   while (target.size() > 1 && target.back() == '/') target.pop_back();
-  if (target.empty()) fail(dir, "empty checkpoint path");
+  if (target.empty()) fail_ckpt(dir, "empty checkpoint path");
   if (file::exists(target)) {
-    if (!file::is_dir(target)) fail(target, "exists and is not a directory");
+    if (!file::is_dir(target)) fail_ckpt(target, "exists and is not a directory");
     if (!looks_like_checkpoint(target))
-      fail(target, "exists and does not look like a checkpoint (no config.json or *.safetensors); "
-                   "refusing to replace it");
+      fail_ckpt(target,
+                "exists and does not look like a checkpoint (no config.json or *.safetensors); "
+                "refusing to replace it");
   }
   const fs::path parent = fs::path(target).parent_path();
   if (!parent.empty()) file::make_dirs(parent.string());
   std::string src_tok;
   if (!opts.copy_tokenizer_from.empty()) {
     if (!file::is_dir(opts.copy_tokenizer_from))
-      fail(opts.copy_tokenizer_from, "tokenizer source is not a directory");
+      fail_ckpt(opts.copy_tokenizer_from, "tokenizer source is not a directory");
     src_tok = opts.copy_tokenizer_from;
   }
 
@@ -167,7 +162,7 @@ void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const std::
   std::error_code ec;
   fs::remove_all(tmp, ec);  // a leftover of a crashed save by a process with our pid
   if (!fs::create_directory(tmp, ec) || ec)
-    fail(tmp, strcat("cannot create directory: ", ec ? ec.message() : "already exists"));
+    fail_ckpt(tmp, strcat("cannot create directory: ", ec ? ec.message() : "already exists"));
   try {
     ModelConfig c = cfg;
     c.torch_dtype = opts.dtype == DType::kBF16 ? "bfloat16" : opts.dtype == DType::kF16 ? "float16" : "float32";
@@ -179,7 +174,7 @@ void save_checkpoint(const std::string& dir, const ModelConfig& cfg, const std::
         if (!file::exists(from)) continue;
         const std::string to = file::join(tmp, name);
         fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
-        if (ec) fail(to, strcat("cannot copy '", from, "': ", ec.message()));
+        if (ec) fail_ckpt(to, strcat("cannot copy '", from, "': ", ec.message()));
         fsync_path(to, false);
       }
     }

@@ -53,7 +53,7 @@ ModelConfig default_config(Arch arch) {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& src, const std::string& msg) {
+[[noreturn]] void fail_config(const std::string& src, const std::string& msg) {
   throw ConfigError("model", strcat(src, ": ", msg));
 }
 
@@ -69,7 +69,7 @@ int64_t as_int(const json& v, const std::string& key, const std::string& src) {
     const double d = v.get<double>();
     if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
   }
-  fail(src, strcat("key '", key, "' must be an integer, got ", v.dump()));
+  fail_config(src, strcat("key '", key, "' must be an integer, got ", v.dump()));
 }
 
 std::optional<int64_t> opt_int(const json& j, const char* key, const std::string& src) {
@@ -78,28 +78,28 @@ std::optional<int64_t> opt_int(const json& j, const char* key, const std::string
 }
 
 int64_t req_int(const json& j, const char* key, const std::string& src) {
-  if (!has(j, key)) fail(src, strcat("missing required key '", key, "'"));
+  if (!has(j, key)) fail_config(src, strcat("missing required key '", key, "'"));
   return as_int(j.at(key), key, src);
 }
 
 std::optional<double> opt_double(const json& j, const char* key, const std::string& src) {
   if (!has(j, key)) return std::nullopt;
   const json& v = j.at(key);
-  if (!v.is_number()) fail(src, strcat("key '", key, "' must be a number, got ", v.dump()));
+  if (!v.is_number()) fail_config(src, strcat("key '", key, "' must be a number, got ", v.dump()));
   return v.get<double>();
 }
 
 std::optional<bool> opt_bool(const json& j, const char* key, const std::string& src) {
   if (!has(j, key)) return std::nullopt;
   const json& v = j.at(key);
-  if (!v.is_boolean()) fail(src, strcat("key '", key, "' must be true or false, got ", v.dump()));
+  if (!v.is_boolean()) fail_config(src, strcat("key '", key, "' must be true or false, got ", v.dump()));
   return v.get<bool>();
 }
 
 std::optional<std::string> opt_string(const json& j, const char* key, const std::string& src) {
   if (!has(j, key)) return std::nullopt;
   const json& v = j.at(key);
-  if (!v.is_string()) fail(src, strcat("key '", key, "' must be a string, got ", v.dump()));
+  if (!v.is_string()) fail_config(src, strcat("key '", key, "' must be a string, got ", v.dump()));
   return v.get<std::string>();
 }
 
@@ -122,53 +122,52 @@ void parse_rope(const json& j, const std::string& src, ModelConfig& cfg) {
   const char* key = has(j, "rope_parameters") ? "rope_parameters" : "rope_scaling";
   if (!has(j, key)) return;
   const json& r = j.at(key);
-  if (!r.is_object()) fail(src, strcat("key '", key, "' must be an object or null, got ", r.dump()));
+  if (!r.is_object()) fail_config(src, strcat("key '", key, "' must be an object or null, got ", r.dump()));
   if (auto theta = opt_double(r, "rope_theta", src)) cfg.rope_theta = *theta;
   std::string type;
   if (auto t = opt_string(r, "rope_type", src)) type = *t;
   else if (auto t2 = opt_string(r, "type", src)) type = *t2;
   if (type.empty() || type == "default") return;
   if (type != "llama3")
-    fail(src, strcat(key, ".rope_type '", type,
-                     "' is not supported (supported: llama3, or none/default)"));
+    fail_config(src, strcat(key, ".rope_type '", type, "' is not supported (supported: llama3, or none/default)"));
   RopeScaling& rs = cfg.rope_scaling;
   rs.type = "llama3";
   const std::string pre = std::string(key) + ".";
   auto need = [&](const char* k) {
     auto v = opt_double(r, k, src);
-    if (!v) fail(src, strcat("rope type llama3 needs key '", pre, k, "'"));
+    if (!v) fail_config(src, strcat("rope type llama3 needs key '", pre, k, "'"));
     return *v;
   };
   rs.factor = need("factor");
   rs.low_freq_factor = need("low_freq_factor");
   rs.high_freq_factor = need("high_freq_factor");
   if (!has(r, "original_max_position_embeddings"))
-    fail(src, strcat("rope type llama3 needs key '", pre, "original_max_position_embeddings'"));
+    fail_config(src, strcat("rope type llama3 needs key '", pre, "original_max_position_embeddings'"));
   rs.original_max_position_embeddings =
       as_int(r.at("original_max_position_embeddings"), pre + "original_max_position_embeddings", src);
   if (auto prf = opt_double(r, "partial_rotary_factor", src); prf && *prf != 1.0)
-    fail(src, strcat("key '", pre, "partial_rotary_factor' = ", *prf, " is not supported (only 1.0)"));
+    fail_config(src, strcat("key '", pre, "partial_rotary_factor' = ", *prf, " is not supported (only 1.0)"));
 }
 
 // Options that change the math and that trinity does not implement.
 void reject_unsupported(const json& j, const std::string& src, Arch arch) {
   if (auto act = opt_string(j, "hidden_act", src); act && *act != "silu" && *act != "swish")
-    fail(src, strcat("hidden_act '", *act, "' is not supported (only silu)"));
+    fail_config(src, strcat("hidden_act '", *act, "' is not supported (only silu)"));
   if (opt_bool(j, "use_sliding_window", src).value_or(false))
-    fail(src, "use_sliding_window=true is not supported (sliding-window attention is not implemented)");
+    fail_config(src, "use_sliding_window=true is not supported (sliding-window attention is not implemented)");
   if (has(j, "layer_types")) {
     const json& lt = j.at("layer_types");
-    if (!lt.is_array()) fail(src, strcat("key 'layer_types' must be a list, got ", lt.dump()));
+    if (!lt.is_array()) fail_config(src, strcat("key 'layer_types' must be a list, got ", lt.dump()));
     for (const json& t : lt)
       if (!t.is_string() || t.get<std::string>() != "full_attention")
-        fail(src, strcat("layer_types entry ", t.dump(), " is not supported (only full_attention)"));
+        fail_config(src, strcat("layer_types entry ", t.dump(), " is not supported (only full_attention)"));
   }
   if (arch == Arch::kLlama && opt_bool(j, "mlp_bias", src).value_or(false))
-    fail(src, "mlp_bias=true is not supported (MLP projections have no bias)");
+    fail_config(src, "mlp_bias=true is not supported (MLP projections have no bias)");
   if (auto prf = opt_double(j, "partial_rotary_factor", src); prf && *prf != 1.0)
-    fail(src, strcat("partial_rotary_factor ", *prf, " is not supported (only 1.0)"));
+    fail_config(src, strcat("partial_rotary_factor ", *prf, " is not supported (only 1.0)"));
   if (has(j, "quantization_config"))
-    fail(src, "quantization_config is present: quantized checkpoints are not supported");
+    fail_config(src, "quantization_config is present: quantized checkpoints are not supported");
   if (auto dp = opt_double(j, "attention_dropout", src); dp && *dp != 0.0)
     log::warn("[model] ", src, ": attention_dropout=", *dp, " is ignored (trinity never applies dropout)");
 }
@@ -182,16 +181,17 @@ ModelConfig parse_config(const std::string& json_text, const std::string& source
   try {
     j = json::parse(json_text);
   } catch (const json::parse_error& e) {
-    fail(src, strcat("malformed JSON: ", e.what()));
+    fail_config(src, strcat("malformed JSON: ", e.what()));
   }
-  if (!j.is_object()) fail(src, "expected a JSON object at the top level");
+  if (!j.is_object()) fail_config(src, "expected a JSON object at the top level");
   auto mt = opt_string(j, "model_type", src);
-  if (!mt) fail(src, strcat("missing required key 'model_type' (", kSupported, ")"));
+  if (!mt) fail_config(src, strcat("missing required key 'model_type' (", kSupported, ")"));
   Arch arch;
   if (*mt == "qwen2") arch = Arch::kQwen2;
   else if (*mt == "qwen3") arch = Arch::kQwen3;
   else if (*mt == "llama") arch = Arch::kLlama;
-  else fail(src, strcat("unsupported model_type '", *mt, "'; ", kSupported));
+  else
+    fail_config(src, strcat("unsupported model_type '", *mt, "'; ", kSupported));
 
   reject_unsupported(j, src, arch);
   ModelConfig cfg = default_config(arch);
@@ -228,7 +228,7 @@ ModelConfig parse_config(const std::string& json_text, const std::string& source
   } catch (const ConfigError& e) {
     // validate() messages start with "[model] "; add the file name.
     const std::string what = e.what();
-    fail(src, what.substr(what.find("] ") + 2));
+    fail_config(src, what.substr(what.find("] ") + 2));
   }
   return cfg;
 }

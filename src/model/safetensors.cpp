@@ -36,7 +36,7 @@ static_assert(std::endian::native == std::endian::little, "safetensors IO assume
 
 constexpr uint64_t kMaxHeader = 100'000'000;  // as the reference implementation
 
-[[noreturn]] void fail(const std::string& path, const std::string& msg) {
+[[noreturn]] void fail_file(const std::string& path, const std::string& msg) {
   throw IoError("safetensors", strcat(path, ": ", msg));
 }
 
@@ -56,29 +56,23 @@ bool parse_dtype(const std::string& s, DType* out) {
   return true;
 }
 
-std::string shape_str(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, strcat("cannot open: ", std::strerror(errno)));
+  if (fd < 0) fail_file(path, strcat("cannot open: ", std::strerror(errno)));
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     const int e = errno;
     ::close(fd);
-    fail(path, strcat("cannot stat: ", std::strerror(e)));
+    fail_file(path, strcat("cannot stat: ", std::strerror(e)));
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < 8) {
     ::close(fd);
-    fail(path, strcat("file is ", size, " bytes, too short for a safetensors header (truncated?)"));
+    fail_file(path, strcat("file is ", size, " bytes, too short for a safetensors header (truncated?)"));
   }
   auto map = std::make_shared<Mapping>();
   map->base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
@@ -86,28 +80,28 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   ::close(fd);
   if (map->base == MAP_FAILED) {
     map->base = nullptr;
-    fail(path, strcat("cannot mmap: ", std::strerror(map_errno)));
+    fail_file(path, strcat("cannot mmap: ", std::strerror(map_errno)));
   }
   map->size = size;
   auto* bytes = static_cast<uint8_t*>(map->base);
 
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];  // little-endian u64
-  if (n > kMaxHeader) fail(path, strcat("header length ", n, " exceeds the 100 MB limit (corrupt header?)"));
+  if (n > kMaxHeader) fail_file(path, strcat("header length ", n, " exceeds the 100 MB limit (corrupt header?)"));
   if (8 + n > size)
-    fail(path, strcat("header length ", n, " exceeds the file size ", size, " (truncated or corrupt file)"));
+    fail_file(path, strcat("header length ", n, " exceeds the file size ", size, " (truncated or corrupt file)"));
   const uint64_t data_size = size - 8 - n;
   uint8_t* data = bytes + 8 + n;
 
   json h;
   if (json_depth(std::string_view(reinterpret_cast<const char*>(bytes + 8), n)) > kMaxJsonDepth)
-    fail(path, strcat("header JSON nested deeper than ", kMaxJsonDepth, " levels (corrupt file)"));
+    fail_file(path, strcat("header JSON nested deeper than ", kMaxJsonDepth, " levels (corrupt file)"));
   try {
     h = json::parse(reinterpret_cast<const char*>(bytes + 8), reinterpret_cast<const char*>(data));
   } catch (const json::parse_error& e) {
-    fail(path, strcat("malformed header JSON: ", e.what()));
+    fail_file(path, strcat("malformed header JSON: ", e.what()));
   }
-  if (!h.is_object()) fail(path, "malformed header: expected a JSON object");
+  if (!h.is_object()) fail_file(path, "malformed header: expected a JSON object");
 
   struct Range {
     uint64_t begin, end;
@@ -118,12 +112,12 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     const std::string& name = it.key();
     const json& e = it.value();
     if (name == "__metadata__") {
-      if (!e.is_object()) fail(path, "malformed header: __metadata__ must be an object");
+      if (!e.is_object()) fail_file(path, "malformed header: __metadata__ must be an object");
       for (auto m = e.begin(); m != e.end(); ++m)
         f.metadata_[m.key()] = m.value().is_string() ? m.value().get<std::string>() : m.value().dump();
       continue;
     }
-    auto bad = [&](const std::string& what) { fail(path, strcat("tensor '", name, "': ", what)); };
+    auto bad = [&](const std::string& what) { fail_file(path, strcat("tensor '", name, "': ", what)); };
     if (!e.is_object()) bad("header entry must be an object");
     if (!e.contains("dtype") || !e["dtype"].is_string()) bad("missing or non-string 'dtype'");
     const std::string ds = e["dtype"].get<std::string>();
@@ -151,7 +145,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
                  " bytes (truncated file?)"));
     const uint64_t need = numel * tensor::dtype_size(dt);
     if (en - b != need)
-      bad(strcat("data_offsets [", b, ", ", en, "] span ", en - b, " bytes but shape ", shape_str(shape),
+      bad(strcat("data_offsets [", b, ", ", en, "] span ", en - b, " bytes but shape ", tensor::shape_str(shape),
                  " of ", ds, " needs ", need));
     ranges.push_back({b, en, name});
     void* p = data + b;
@@ -170,8 +164,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   for (const Range& b : ranges) {
     if (b.begin == b.end) continue;
     if (last && b.begin < last->end)
-      fail(path, strcat("tensors '", last->name, "' [", last->begin, ", ", last->end, ") and '", b.name,
-                        "' [", b.begin, ", ", b.end, ") overlap (corrupt header)"));
+      fail_file(path, strcat("tensors '", last->name, "' [", last->begin, ", ", last->end, ") and '", b.name, "' [",
+                             b.begin, ", ", b.end, ") overlap (corrupt header)"));
     if (!last || b.end > last->end) last = &b;
   }
   return f;
@@ -186,7 +180,7 @@ std::vector<std::string> SafetensorsFile::names() const {
 
 const Tensor& SafetensorsFile::get(const std::string& name) const {
   auto it = tensors_.find(name);
-  if (it == tensors_.end()) fail(path_, strcat("no tensor '", name, "'"));
+  if (it == tensors_.end()) fail_file(path_, strcat("no tensor '", name, "'"));
   return it->second;
 }
 
@@ -200,8 +194,7 @@ WeightSource WeightSource::open_dir(const std::string& model_dir) {
     const size_t idx = ws.files_.size();
     for (const std::string& n : f->names()) {
       auto [it, inserted] = ws.where_.emplace(n, idx);
-      if (!inserted)
-        fail(path, strcat("tensor '", n, "' is also in ", ws.files_[it->second]->path()));
+      if (!inserted) fail_file(path, strcat("tensor '", n, "' is also in ", ws.files_[it->second]->path()));
     }
     ws.files_.push_back(std::move(f));
   };
@@ -212,7 +205,7 @@ WeightSource WeightSource::open_dir(const std::string& model_dir) {
       add_file(model_dir);  // a single .safetensors file given directly
       return ws;
     }
-    fail(model_dir, "not a directory");
+    fail_file(model_dir, "not a directory");
   }
   const std::string index = file::join(model_dir, "model.safetensors.index.json");
   const std::string single = file::join(model_dir, "model.safetensors");
@@ -228,30 +221,30 @@ WeightSource WeightSource::open_dir(const std::string& model_dir) {
       check_json_depth(index_text, index, kMaxJsonDepth, "safetensors");
       j = json::parse(index_text);
     } catch (const json::parse_error& e) {
-      fail(index, strcat("malformed JSON: ", e.what()));
+      fail_file(index, strcat("malformed JSON: ", e.what()));
     }
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
-      fail(index, "missing 'weight_map' object");
+      fail_file(index, "missing 'weight_map' object");
     std::map<std::string, std::vector<std::string>> by_shard;  // shard -> tensor names
     for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
       if (!it.value().is_string())
-        fail(index, strcat("weight_map entry for tensor '", it.key(), "' must be a file name"));
+        fail_file(index, strcat("weight_map entry for tensor '", it.key(), "' must be a file name"));
       by_shard[it.value().get<std::string>()].push_back(it.key());
     }
-    if (by_shard.empty()) fail(index, "weight_map is empty");
+    if (by_shard.empty()) fail_file(index, "weight_map is empty");
     for (const auto& [shard, names] : by_shard) {
       const std::string p = file::join(model_dir, shard);
       if (!file::exists(p))
-        fail(index, strcat("shard '", shard, "' (holding tensor '", names.front(), "' and ",
-                           names.size() - 1, " more) is missing: ", p));
+        fail_file(index, strcat("shard '", shard, "' (holding tensor '", names.front(), "' and ", names.size() - 1,
+                                " more) is missing: ", p));
       add_file(p);
       for (const std::string& n : names)
         if (!ws.files_.back()->contains(n))
-          fail(p, strcat("no tensor '", n, "' (listed for this shard in ", index, ")"));
+          fail_file(p, strcat("no tensor '", n, "' (listed for this shard in ", index, ")"));
     }
     return ws;
   }
-  fail(model_dir, "no model.safetensors or model.safetensors.index.json");
+  fail_file(model_dir, "no model.safetensors or model.safetensors.index.json");
 }
 
 std::vector<std::string> WeightSource::names() const {
@@ -267,7 +260,7 @@ const Tensor& WeightSource::get(const std::string& name) const {
   auto it = where_.find(name);
   if (it == where_.end()) {
     const std::string where = files_.size() == 1 ? files_[0]->path() : dir_;
-    fail(where, strcat("no tensor '", name, "'"));
+    fail_file(where, strcat("no tensor '", name, "'"));
   }
   return files_[it->second]->get(name);
 }
@@ -281,7 +274,8 @@ std::string WeightSource::file_of(const std::string& name) const {
 void WeightSource::check_shape(const std::string& name, const std::vector<int64_t>& shape) const {
   const Tensor& t = get(name);
   if (t.shape() != shape)
-    fail(file_of(name), strcat("tensor '", name, "' has shape ", t.shape_str(), ", expected ", shape_str(shape)));
+    fail_file(file_of(name),
+              strcat("tensor '", name, "' has shape ", t.shape_str(), ", expected ", tensor::shape_str(shape)));
 }
 
 Tensor WeightSource::get_f32(const std::string& name, const std::vector<int64_t>& shape) const {
@@ -299,7 +293,7 @@ class AtomicWriter {
  public:
   explicit AtomicWriter(std::string path) : path_(std::move(path)), tmp_(strcat(path_, ".tmp.", ::getpid())) {
     fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) fail(path_, strcat("cannot create '", tmp_, "': ", std::strerror(errno)));
+    if (fd_ < 0) fail_file(path_, strcat("cannot create '", tmp_, "': ", std::strerror(errno)));
   }
   AtomicWriter(const AtomicWriter&) = delete;
   AtomicWriter& operator=(const AtomicWriter&) = delete;
@@ -313,19 +307,19 @@ class AtomicWriter {
       const ssize_t w = ::write(fd_, c, std::min<size_t>(n, size_t{1} << 30));
       if (w < 0) {
         if (errno == EINTR) continue;
-        fail(path_, strcat("cannot write '", tmp_, "': ", std::strerror(errno)));
+        fail_file(path_, strcat("cannot write '", tmp_, "': ", std::strerror(errno)));
       }
       c += w;
       n -= static_cast<size_t>(w);
     }
   }
   void commit() {
-    if (::fsync(fd_) != 0) fail(path_, strcat("cannot fsync '", tmp_, "': ", std::strerror(errno)));
+    if (::fsync(fd_) != 0) fail_file(path_, strcat("cannot fsync '", tmp_, "': ", std::strerror(errno)));
     const int rc = ::close(fd_);
     fd_ = -1;
-    if (rc != 0) fail(path_, strcat("cannot close '", tmp_, "': ", std::strerror(errno)));
+    if (rc != 0) fail_file(path_, strcat("cannot close '", tmp_, "': ", std::strerror(errno)));
     if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-      fail(path_, strcat("cannot rename '", tmp_, "' into place: ", std::strerror(errno)));
+      fail_file(path_, strcat("cannot rename '", tmp_, "' into place: ", std::strerror(errno)));
     committed_ = true;
     // Make the rename durable.
     const size_t slash = path_.rfind('/');
@@ -351,9 +345,8 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   std::set<std::string> seen;
   for (const NamedTensor& nt : tensors) {
     TRINITY_ASSERT(nt.tensor != nullptr, "write_safetensors: null tensor for '", nt.name, "'");
-    if (nt.name.empty() || nt.name == "__metadata__")
-      fail(path, strcat("invalid tensor name '", nt.name, "'"));
-    if (!seen.insert(nt.name).second) fail(path, strcat("tensor '", nt.name, "' given twice"));
+    if (nt.name.empty() || nt.name == "__metadata__") fail_file(path, strcat("invalid tensor name '", nt.name, "'"));
+    if (!seen.insert(nt.name).second) fail_file(path, strcat("tensor '", nt.name, "' given twice"));
     order.push_back(&nt);
   }
   std::sort(order.begin(), order.end(), [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/names.h"
+#include "core/text.h"
 #include "pipeline/data_ops_internal.h"
 #include "pipeline/unicode_text.h"
 
@@ -174,19 +175,9 @@ std::unique_ptr<DataOp> make_text_pattern_filter(const OpArgs& a) {
   });
 }
 
-bool is_ascii_space(char c) {
-  return c == ' ' || (c >= '\t' && c <= '\r');
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_ascii_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ascii_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // The body of a ```json ... ``` (or ``` ... ```) fence, or the trimmed text when it is not fenced.
 std::string_view strip_fence(std::string_view s) {
-  s = trim(s);
+  s = trim_view(s);
   if (s.size() < 6 || s.substr(0, 3) != "```" || s.substr(s.size() - 3) != "```") return s;
   std::string_view body = s.substr(3, s.size() - 6);
   if (body.size() >= 4) {

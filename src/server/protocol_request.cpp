@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "server/json_limits.h"
+#include "server/json_util.h"
 #include "server/protocol.h"
 
 namespace trinity::server {
@@ -18,25 +19,10 @@ namespace jinja = tok::jinja;
 
 constexpr int kMaxDepth = kMaxRequestJsonDepth;
 
-[[noreturn]] void bad(const std::string& param, const std::string& msg, const std::string& code = "") {
-  throw ApiError(400, msg, param, code);
-}
-
-const char* type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "boolean";
-    case json::value_t::string: return "string";
-    case json::value_t::array: return "array";
-    case json::value_t::object: return "object";
-    case json::value_t::number_float: return "number";
-    default: return "integer";
-  }
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* want, const json& got) {
-  bad(param, strcat("'", param, "' must be ", want, ", got ", type_name(got)));
-}
+using json_util::bad;
+using json_util::field;
+using json_util::type_name;
+using json_util::wrong_type;
 
 json parse_body(std::string_view body) {
   if (json_depth(body) > kMaxDepth) bad("", strcat("request body nests deeper than ", kMaxDepth, " levels"));
@@ -56,13 +42,6 @@ json parse_body(std::string_view body) {
   }
   if (!j.is_object()) bad("", strcat("request body must be a JSON object, got ", type_name(j)));
   return j;
-}
-
-// Field access treating null as absent.
-const json* field(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return nullptr;
-  return &*it;
 }
 
 std::optional<bool> get_bool(const json& o, const char* key) {

@@ -3,6 +3,7 @@
 // generation (the trainer trains on it); text never contains that stop token.
 #include <nlohmann/json.hpp>
 
+#include "server/json_util.h"
 #include "server/protocol.h"
 
 namespace trinity::server {
@@ -11,18 +12,13 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+using json_util::dump;
+using json_util::lp_json;
 
 json usage_json(int64_t prompt_tokens, int64_t completion_tokens) {
   return {{"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},
           {"total_tokens", prompt_tokens + completion_tokens}};
-}
-
-// A logprob as JSON; -inf (a token the full softmax gives zero mass) becomes the most negative float.
-json lp_json(float lp) {
-  if (std::isinf(lp)) return json(-9999.0);
-  return json(lp);
 }
 
 // Chat logprobs entries (OpenAI ChatCompletionTokenLogprob) for `ids`.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "server/json_util.h"
 #include "server/responses.h"
 #include "server/tool_calls.h"
 
@@ -18,16 +19,11 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string dump(const json& j) {
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
-}
+using json_util::dump;
+using json_util::lp_json;
 
 std::string hex_id(const std::string& prefix) {
   return prefix + new_tool_call_id().substr(5);
-}
-
-json lp_json(float lp) {
-  return std::isinf(lp) ? json(-9999.0) : json(lp);
 }
 
 json logprob_entries(const std::vector<int32_t>& ids, const std::vector<float>& lps,

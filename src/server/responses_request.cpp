@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "server/json_limits.h"
+#include "server/json_util.h"
 #include "server/responses.h"
 
 namespace trinity::server {
@@ -15,38 +16,10 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-[[noreturn]] void bad(const std::string& param, const std::string& msg, const std::string& code = "") {
-  throw ApiError(400, msg, param, code);
-}
-
-const char* type_name(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "boolean";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    case json::value_t::number_float:
-      return "number";
-    default:
-      return "integer";
-  }
-}
-
-[[noreturn]] void wrong_type(const std::string& param, const char* want, const json& got) {
-  bad(param, strcat("'", param, "' must be ", want, ", got ", type_name(got)));
-}
-
-const json* field(const json& o, const char* key) {
-  auto it = o.find(key);
-  if (it == o.end() || it->is_null()) return nullptr;
-  return &*it;
-}
+using json_util::bad;
+using json_util::field;
+using json_util::type_name;
+using json_util::wrong_type;
 
 std::string get_string(const json& o, const char* key, const std::string& at, bool required) {
   const json* v = field(o, key);

@@ -548,9 +548,9 @@ Server::Server(std::shared_ptr<engine::Engine> engine, std::shared_ptr<const tok
       } catch (const std::invalid_argument& e) {
         throw ApiError(400, e.what());
       }
-      const bool json = !out.second.empty() && (out.second[0] == '{' || out.second[0] == '[');
+      const bool is_json = !out.second.empty() && (out.second[0] == '{' || out.second[0] == '[');
       r.status = out.first;
-      r.set_content(out.second, json ? "application/json" : "text/plain; version=0.0.4; charset=utf-8");
+      r.set_content(out.second, is_json ? "application/json" : "text/plain; version=0.0.4; charset=utf-8");
     };
     im.routes.push_back({x.method, x.path, std::move(fn), x.needs_key});
   }

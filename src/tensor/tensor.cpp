@@ -78,10 +78,14 @@ Tensor Tensor::to(DType dtype) const {
   return out;
 }
 
-std::string Tensor::shape_str() const {
+std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape_.size(); ++i) s += (i ? ", " : "") + std::to_string(shape_[i]);
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string Tensor::shape_str() const {
+  return tensor::shape_str(shape_);
 }
 
 float bf16_to_f32(uint16_t h) {

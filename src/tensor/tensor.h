@@ -51,6 +51,9 @@ class Tensor {
 };
 
 // Scalar conversions (bit-exact with PyTorch: bf16/f16 round to nearest even, NaN preserved).
+// "[2, 3]"
+std::string shape_str(const std::vector<int64_t>& shape);
+
 float bf16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
 float f16_to_f32(uint16_t h);

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/json_limits.h"
+#include "core/text.h"
 
 namespace trinity::tok {
 
@@ -21,13 +22,6 @@ constexpr std::string_view kClose = "</tool_call>";
 constexpr std::string_view kPythonTag = "<|python_tag|>";
 // Model output can nest arbitrarily deep (or hold 1e400): deeper than this is not a call, left as text.
 constexpr int kMaxCallDepth = 64;
-
-std::string_view trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 // One call from a JSON object text with "name" and `args_key` (or "arguments"); nullopt if it is not one.
 std::optional<ToolCall> call_from_json(std::string_view text, bool accept_parameters) {
@@ -95,7 +89,7 @@ ParsedToolCalls parse_hermes(const std::string& text) {
     const size_t body = pos + kOpen.size();
     const size_t close = text.find(kClose, body);
     auto c = call_from_json(
-        trim(std::string_view(text).substr(body, close == std::string::npos ? std::string::npos : close - body)),
+        trim_view(std::string_view(text).substr(body, close == std::string::npos ? std::string::npos : close - body)),
         /*accept_parameters=*/false);
     if (!c) {
       out.content = text;
@@ -105,7 +99,7 @@ ParsedToolCalls parse_hermes(const std::string& text) {
     if (close == std::string::npos) break;
     // Only whitespace may separate blocks; anything else after a block is kept as-is by refusing.
     const size_t next = text.find(kOpen, close + kClose.size());
-    const std::string_view between = trim(std::string_view(text).substr(
+    const std::string_view between = trim_view(std::string_view(text).substr(
         close + kClose.size(), next == std::string::npos ? std::string::npos : next - close - kClose.size()));
     if (!between.empty()) {
       out.content = text;
@@ -113,7 +107,7 @@ ParsedToolCalls parse_hermes(const std::string& text) {
     }
     pos = next;
   }
-  const std::string_view before = trim(std::string_view(text).substr(0, first));
+  const std::string_view before = trim_view(std::string_view(text).substr(0, first));
   if (!before.empty()) out.content = std::string(std::string_view(text).substr(0, first));
   out.calls = std::move(calls);
   return out;
@@ -121,8 +115,8 @@ ParsedToolCalls parse_hermes(const std::string& text) {
 
 ParsedToolCalls parse_llama3_json(const std::string& text) {
   ParsedToolCalls out;
-  std::string_view rest = trim(text);
-  if (rest.substr(0, kPythonTag.size()) == kPythonTag) rest = trim(rest.substr(kPythonTag.size()));
+  std::string_view rest = trim_view(text);
+  if (rest.substr(0, kPythonTag.size()) == kPythonTag) rest = trim_view(rest.substr(kPythonTag.size()));
   std::vector<ToolCall> calls;
   while (!rest.empty()) {
     const size_t end = rest.front() == '{' ? json_object_end(rest) : std::string_view::npos;
@@ -133,8 +127,8 @@ ParsedToolCalls parse_llama3_json(const std::string& text) {
       return out;
     }
     calls.push_back(std::move(*c));
-    rest = trim(rest.substr(end));
-    if (!rest.empty() && rest.front() == ';') rest = trim(rest.substr(1));
+    rest = trim_view(rest.substr(end));
+    if (!rest.empty() && rest.front() == ';') rest = trim_view(rest.substr(1));
   }
   if (calls.empty()) out.content = text;
   out.calls = std::move(calls);

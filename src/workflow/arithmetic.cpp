@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "core/rng.h"
+#include "core/text.h"
 #include "workflow/builtins.h"
 #include "workflow/simple_workflow.h"
 
@@ -17,13 +18,6 @@ namespace trinity::workflow {
 namespace {
 
 using json = nlohmann::json;
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 void check_digits(int digits) {
   if (digits < 1 || digits > 9) throw ValueError("arithmetic", strcat("digits must be in 1..9, got ", digits));

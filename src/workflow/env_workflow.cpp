@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tool_call_parse.h"
 #include "workflow/builtins.h"
@@ -48,13 +49,6 @@ struct EnvArgs {
   bool step_wise = false, step_reward_env = false;
   int64_t connect_retries = 2;
 };
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 // The preset's defaults overlaid with the task's workflow_args.
 json merged_args(const std::string& name, const EnvPreset& preset, const buffer::Task& task,

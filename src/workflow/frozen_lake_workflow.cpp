@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/json_limits.h"
+#include "core/text.h"
 #include "tokenizer/tokenizer.h"
 #include "workflow/builtins.h"
 #include "workflow/envs/frozen_lake.h"
@@ -45,13 +46,6 @@ const char* kSystemPrompt =
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
 }
 
 class FrozenLakeWorkflow : public Workflow {

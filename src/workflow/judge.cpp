@@ -13,20 +13,16 @@
 #include "tokenizer/tool_call_parse.h"
 #include "workflow/simple_workflow.h"
 
+#include "core/text.h"
+
 namespace trinity::workflow {
 namespace {
 
 using json = nlohmann::json;
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
 // A finite number filling all of `s` (after trimming); Python-style "+1" and "1." accepted.
 std::optional<double> to_number(std::string_view s) {
-  s = trim(s);
+  s = trim_view(s);
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);
   if (s.empty()) return std::nullopt;
   double v = 0;
@@ -147,7 +143,7 @@ ParsedRating parse_rating(std::string_view text, double lo, double hi, const std
   if (body != std::string_view::npos) {
     const size_t close = text.find("```", body);
     if (close != std::string_view::npos) {
-      const auto obj = parse_object(trim(text.substr(body, close - body)));
+      const auto obj = parse_object(trim_view(text.substr(body, close - body)));
       if (obj) {
         const ParsedRating r = rating_of(*obj, key, lo, hi);
         if (consider(r)) return r;
@@ -189,9 +185,9 @@ ParsedScores parse_score_list(std::string_view text, size_t n) {
   while (pos <= inner.size()) {
     size_t comma = inner.find(',', pos);
     if (comma == std::string_view::npos) comma = inner.size();
-    const std::string_view item = trim(inner.substr(pos, comma - pos));
+    const std::string_view item = trim_view(inner.substr(pos, comma - pos));
     const bool last = comma == inner.size();
-    if (item.empty() && last && (!v.empty() || trim(inner).empty())) break;  // "[a, b,]" or "[]"
+    if (item.empty() && last && (!v.empty() || trim_view(inner).empty())) break;  // "[a, b,]" or "[]"
     const auto x = to_number(item);
     if (!x) {
       out.reason = "unparsable";

@@ -15,14 +15,14 @@ namespace trinity::buffer::parquet {
 
 namespace {
 
-[[noreturn]] void corrupt(const std::string& ctx, const char* codec, const std::string& msg) {
+[[noreturn]] void corrupt_page(const std::string& ctx, const char* codec, const std::string& msg) {
   throw IoError("parquet", strcat(ctx, ": corrupt ", codec, " page: ", msg));
 }
 
 void gunzip(const uint8_t* src, size_t n, uint8_t* out, size_t out_size, const std::string& ctx) {
   z_stream zs;
   std::memset(&zs, 0, sizeof(zs));
-  if (inflateInit2(&zs, 15 + 32) != Z_OK) corrupt(ctx, "GZIP", "inflateInit2 failed");  // 32: gzip or zlib header
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) corrupt_page(ctx, "GZIP", "inflateInit2 failed");  // 32: gzip or zlib header
   size_t in_pos = 0, out_pos = 0;
   int rc = Z_OK;
   // Several gzip members may follow one another; inflate each.
@@ -41,8 +41,8 @@ void gunzip(const uint8_t* src, size_t n, uint8_t* out, size_t out_size, const s
     break;
   }
   inflateEnd(&zs);
-  if (rc != Z_STREAM_END) corrupt(ctx, "GZIP", strcat("inflate returned ", rc));
-  if (out_pos != out_size) corrupt(ctx, "GZIP", strcat("inflated to ", out_pos, " bytes, header says ", out_size));
+  if (rc != Z_STREAM_END) corrupt_page(ctx, "GZIP", strcat("inflate returned ", rc));
+  if (out_pos != out_size) corrupt_page(ctx, "GZIP", strcat("inflated to ", out_pos, " bytes, header says ", out_size));
 }
 
 }  // namespace
@@ -50,16 +50,16 @@ void gunzip(const uint8_t* src, size_t n, uint8_t* out, size_t out_size, const s
 void decompress(int32_t codec, const uint8_t* src, size_t n, uint8_t* out, size_t out_size, const std::string& ctx) {
   switch (static_cast<Codec>(codec)) {
     case Codec::kUncompressed:
-      if (n != out_size) corrupt(ctx, "UNCOMPRESSED", strcat("page holds ", n, " bytes, header says ", out_size));
+      if (n != out_size) corrupt_page(ctx, "UNCOMPRESSED", strcat("page holds ", n, " bytes, header says ", out_size));
       if (n) std::memcpy(out, src, n);
       return;
     case Codec::kSnappy: {
       size_t len = 0;
       if (snappy_uncompressed_length(reinterpret_cast<const char*>(src), n, &len) != SNAPPY_OK || len != out_size)
-        corrupt(ctx, "SNAPPY", strcat("bad length header (", len, " bytes, page header says ", out_size, ")"));
+        corrupt_page(ctx, "SNAPPY", strcat("bad length header (", len, " bytes, page header says ", out_size, ")"));
       if (snappy_uncompress(reinterpret_cast<const char*>(src), n, reinterpret_cast<char*>(out), &len) != SNAPPY_OK ||
           len != out_size)
-        corrupt(ctx, "SNAPPY", "snappy_uncompress failed");
+        corrupt_page(ctx, "SNAPPY", "snappy_uncompress failed");
       return;
     }
     case Codec::kGzip:
@@ -67,16 +67,16 @@ void decompress(int32_t codec, const uint8_t* src, size_t n, uint8_t* out, size_
       return;
     case Codec::kZstd: {
       const size_t rc = ZSTD_decompress(out, out_size, src, n);
-      if (ZSTD_isError(rc)) corrupt(ctx, "ZSTD", ZSTD_getErrorName(rc));
-      if (rc != out_size) corrupt(ctx, "ZSTD", strcat("decompressed to ", rc, " bytes, header says ", out_size));
+      if (ZSTD_isError(rc)) corrupt_page(ctx, "ZSTD", ZSTD_getErrorName(rc));
+      if (rc != out_size) corrupt_page(ctx, "ZSTD", strcat("decompressed to ", rc, " bytes, header says ", out_size));
       return;
     }
     case Codec::kLz4Raw: {
-      if (n > INT32_MAX || out_size > INT32_MAX) corrupt(ctx, "LZ4_RAW", "page larger than 2 GiB");
+      if (n > INT32_MAX || out_size > INT32_MAX) corrupt_page(ctx, "LZ4_RAW", "page larger than 2 GiB");
       const int rc = LZ4_decompress_safe(reinterpret_cast<const char*>(src), reinterpret_cast<char*>(out),
                                          static_cast<int>(n), static_cast<int>(out_size));
       if (rc < 0 || static_cast<size_t>(rc) != out_size)
-        corrupt(ctx, "LZ4_RAW", strcat("LZ4_decompress_safe returned ", rc));
+        corrupt_page(ctx, "LZ4_RAW", strcat("LZ4_decompress_safe returned ", rc));
       return;
     }
     case Codec::kLz4: {
@@ -88,14 +88,14 @@ void decompress(int32_t codec, const uint8_t* src, size_t n, uint8_t* out, size_
       while (ip + 8 <= n && op < out_size) {
         const uint32_t ulen = be32(src + ip), clen = be32(src + ip + 4);
         ip += 8;
-        if (clen > n - ip || ulen > out_size - op) corrupt(ctx, "LZ4", "block runs past the page");
+        if (clen > n - ip || ulen > out_size - op) corrupt_page(ctx, "LZ4", "block runs past the page");
         const int rc = LZ4_decompress_safe(reinterpret_cast<const char*>(src + ip), reinterpret_cast<char*>(out + op),
                                            static_cast<int>(clen), static_cast<int>(ulen));
-        if (rc < 0 || static_cast<uint32_t>(rc) != ulen) corrupt(ctx, "LZ4", "bad block");
+        if (rc < 0 || static_cast<uint32_t>(rc) != ulen) corrupt_page(ctx, "LZ4", "bad block");
         ip += clen;
         op += ulen;
       }
-      if (op != out_size || ip != n) corrupt(ctx, "LZ4", "Hadoop LZ4 framing does not cover the page");
+      if (op != out_size || ip != n) corrupt_page(ctx, "LZ4", "Hadoop LZ4 framing does not cover the page");
       return;
     }
     default:

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "buffer/parquet/bytes.h"
 #include "buffer/parquet/codec.h"
 #include "buffer/parquet/rle.h"
 #include "core/error.h"
@@ -13,10 +14,6 @@ namespace {
 
 constexpr int64_t kMaxPageBytes = int64_t{1} << 30;
 constexpr int32_t kMaxPageValues = int32_t{1} << 26;  // corrupt headers must not make us allocate without bound
-
-[[noreturn]] void corrupt(const std::string& ctx, const std::string& msg) {
-  throw IoError("parquet", strcat(ctx, ": ", msg));
-}
 
 // v1 levels: RLE with a 4-byte length prefix, or deprecated BIT_PACKED. Returns the bytes consumed.
 size_t read_levels_v1(Encoding enc, const uint8_t* p, size_t n, int16_t max_level, size_t count, int16_t* out,

@@ -4,24 +4,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "buffer/parquet/bytes.h"
 #include "buffer/parquet/rle.h"
 #include "core/error.h"
 
 namespace trinity::buffer::parquet {
-
-namespace {
-
-[[noreturn]] void corrupt(const std::string& ctx, const std::string& msg) {
-  throw IoError("parquet", strcat(ctx, ": ", msg));
-}
-
-uint32_t le32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-}  // namespace
 
 void Values::append_bytes(const void* p, size_t n) {
   const char* c = static_cast<const char*>(p);

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "buffer/parquet/bytes.h"
 #include "buffer/parquet/json_text.h"
 #include "core/error.h"
 
@@ -85,18 +86,6 @@ Field make_value(const Schema& s, int id, bool as_element) {
   f.def = n.def_level;
   f.nullable = !as_element && n.repetition == Repetition::kOptional;
   return f;
-}
-
-uint32_t le32(const uint8_t* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-
-uint64_t le64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
 }
 
 float half_to_float(uint16_t h) {

@@ -7,18 +7,14 @@
 #include <cstdlib>
 #include <vector>
 
+#include "core/text.h"
+
 namespace trinity::workflow::math {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && is_space(s[b])) ++b;
-  while (e > b && is_space(s[e - 1])) --e;
-  return std::string(s.substr(b, e - b));
+bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -264,7 +260,7 @@ std::optional<std::string> last_boxed(std::string_view s) {
   if (p < s.size() && s[p] == ' ') {  // "\boxed 5"
     ++p;
     size_t e = p;
-    while (e < s.size() && !is_space(s[e]) && s[e] != '$') ++e;
+    while (e < s.size() && !is_ascii_space(s[e]) && s[e] != '$') ++e;
     if (e > p) return std::string(s.substr(p, e - p));
   }
   return std::nullopt;
@@ -311,7 +307,7 @@ std::string normalize(std::string_view answer) {
   // Remove whitespace.
   std::string t;
   for (char c : s)
-    if (!is_space(c)) t += c;
+    if (!is_ascii_space(c)) t += c;
   s = std::move(t);
   fix_shorthand(s);
   while (!s.empty() && s.back() == '.') s.pop_back();
