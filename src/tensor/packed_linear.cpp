@@ -29,6 +29,12 @@ namespace {
 
 constexpr int64_t P = PackedLinear::kPanel;
 
+// Every loop over a tile's rows, panels and vectors is unrolled completely, so that the compiler
+// keeps the accumulator arrays in registers. Without it GCC 12 left the AVX2 tile's epilogue loops
+// rolled, kept its [NP][MR][4] array in memory and stored all 12 accumulators to the stack on
+// every k step (12 stores per 12 FMAs): its 3-row tiles ran at ~25 % of the FMA peak.
+#define TRINITY_UNROLL _Pragma("GCC unroll 32")
+
 size_t elem_size(PackDType d) { return d == PackDType::kF32 ? 4 : 2; }
 
 }  // namespace
@@ -143,11 +149,16 @@ constexpr int64_t kPrefetchL2K = 256;  // k steps ahead into L2 (32 KiB of fp32 
 template <int MR, int NP, bool BF>
 void tile(const PanelJob* pj, int64_t ldy, const float* x, int64_t ldx, int64_t ic, bool acc) {
   __m512 c0[NP][MR], c1[NP][MR];
-  for (int q = 0; q < NP; ++q)
+  TRINITY_UNROLL
+  for (int q = 0; q < NP; ++q) {
+    TRINITY_UNROLL
     for (int i = 0; i < MR; ++i) c0[q][i] = c1[q][i] = _mm512_setzero_ps();
+  }
   for (int64_t k = 0; k < ic; ++k) {
     __m512 xb[MR];
+    TRINITY_UNROLL
     for (int i = 0; i < MR; ++i) xb[i] = _mm512_set1_ps(x[i * ldx + k]);
+    TRINITY_UNROLL
     for (int q = 0; q < NP; ++q) {
       // The first tile over a panel streams it from memory: prefetch ahead of the hardware, near
       // into L1 and far into L2. The far one matters for multi-row tiles: their k steps are slow
@@ -166,13 +177,16 @@ void tile(const PanelJob* pj, int64_t ldy, const float* x, int64_t ldx, int64_t 
       }
       __m512 w0, w1;
       load_w<BF>(pj[q].panel, k, w0, w1);
+      TRINITY_UNROLL
       for (int i = 0; i < MR; ++i) {
         c0[q][i] = _mm512_fmadd_ps(xb[i], w0, c0[q][i]);
         c1[q][i] = _mm512_fmadd_ps(xb[i], w1, c1[q][i]);
       }
     }
   }
-  for (int q = 0; q < NP; ++q)
+  TRINITY_UNROLL
+  for (int q = 0; q < NP; ++q) {
+    TRINITY_UNROLL
     for (int i = 0; i < MR; ++i) {
       float* yr = pj[q].y + i * ldy;
       if (pj[q].cols == P && !acc && !pj[q].b) {
@@ -185,6 +199,7 @@ void tile(const PanelJob* pj, int64_t ldy, const float* x, int64_t ldx, int64_t 
         store_row(yr, v, pj[q].cols, pj[q].b, acc);
       }
     }
+  }
 }
 
 // The rows of x in balanced tiles of at most 12 rows (16 rows -> 8 + 8, not 12 + 4: a 4-row tile
@@ -227,8 +242,7 @@ void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int
 
 // AVX2 + FMA (CPUs without AVX-512: AMD Zen 1-3, Intel before Skylake-SP and most client parts):
 // the same layout and the same single FMA chain per output over k in order, 32 outputs as four ymm.
-// 16 registers hold at most 12 accumulators: tiles of up to 3 rows of one panel (the panel,
-// <= 192 KiB at ic 1536 fp32, stays in L2 across a call's row tiles) or one row of two panels.
+// 16 registers hold at most 12 accumulators: tiles of up to 3 rows of one panel or one row of two.
 template <bool BF>
 inline __m256 load_w8(const void* panel, int64_t k, int c) {
   if constexpr (BF) {
@@ -243,34 +257,47 @@ inline __m256 load_w8(const void* panel, int64_t k, int c) {
 template <int MR, int NP, bool BF>
 void tile(const PanelJob* pj, int64_t ldy, const float* x, int64_t ldx, int64_t ic, bool acc) {
   __m256 c[NP][MR][4];
-  for (int q = 0; q < NP; ++q)
-    for (int i = 0; i < MR; ++i)
+  TRINITY_UNROLL
+  for (int q = 0; q < NP; ++q) {
+    TRINITY_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      TRINITY_UNROLL
       for (int v = 0; v < 4; ++v) c[q][i][v] = _mm256_setzero_ps();
+    }
+  }
   for (int64_t k = 0; k < ic; ++k) {
     __m256 xb[MR];
+    TRINITY_UNROLL
     for (int i = 0; i < MR; ++i) xb[i] = _mm256_broadcast_ss(x + i * ldx + k);
+    TRINITY_UNROLL
     for (int q = 0; q < NP; ++q) {
       constexpr uintptr_t kStep = P * (BF ? 2 : 4);  // see the AVX-512 tile on the prefetches
       const uintptr_t at = reinterpret_cast<uintptr_t>(pj[q].panel) + static_cast<uintptr_t>(k) * kStep;
       _mm_prefetch(reinterpret_cast<const char*>(at + 32 * kStep), _MM_HINT_T0);
       if constexpr (!BF) _mm_prefetch(reinterpret_cast<const char*>(at + 32 * kStep + 64), _MM_HINT_T0);
+      TRINITY_UNROLL
       for (int v = 0; v < 4; ++v) {
         const __m256 w = load_w8<BF>(pj[q].panel, k, v);
+        TRINITY_UNROLL
         for (int i = 0; i < MR; ++i) c[q][i][v] = _mm256_fmadd_ps(xb[i], w, c[q][i][v]);
       }
     }
   }
-  for (int q = 0; q < NP; ++q)
+  TRINITY_UNROLL
+  for (int q = 0; q < NP; ++q) {
+    TRINITY_UNROLL
     for (int i = 0; i < MR; ++i) {
       alignas(32) float v[P];
+      TRINITY_UNROLL
       for (int u = 0; u < 4; ++u) _mm256_store_ps(v + 8 * u, c[q][i][u]);
       store_row(pj[q].y + i * ldy, v, pj[q].cols, pj[q].b, acc);
     }
+  }
 }
 
-// Rows in balanced tiles of at most 3; one-row calls take two panels at a time. (Blocking k so a
-// panel block stays in L1 across the row tiles did not shorten the 1.5B-shape generation of
-// bench/rl on this VM: 43-47 s against 41.7 s, so the simple loop stays.)
+// Rows in balanced tiles of at most 3; one-row calls take two panels at a time. (A k-blocked
+// variant that keeps a 128-step slice of the panel in L1 across the row tiles measured the same
+// within this VM's noise in bench/linear, so the simple loop stays.)
 template <bool BF>
 void run_panels(const PanelJob* pj, int64_t np, int64_t ldy, const float* x, int64_t ldx, int64_t ic, int64_t rows,
                 bool acc) {

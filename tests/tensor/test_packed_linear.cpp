@@ -43,10 +43,12 @@ TEST(PackedLinear, Fp32MatchesReferenceForEveryTile) {
 
 TEST(PackedLinear, SixteenRowsLongPanels) {
   // Batch-16 decode (two 8-row tiles per panel) with IC longer than the kernel's L2 prefetch
-  // distance (256 k steps), so prefetches land inside, and past the end of, each panel.
+  // distance (256 k steps), so prefetches land inside, and past the end of, each panel (IC equal
+  // to it, one past it, and beyond).
   for (auto dt : {PackDType::kF32, PackDType::kBF16}) {
     check(16, 600, 70, dt, true, false);
     check(16, 257, 64, dt, false, true);
+    check(16, 256, 40, dt, true, true);
   }
 }
 
