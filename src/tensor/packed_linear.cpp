@@ -32,7 +32,7 @@ constexpr int64_t P = PackedLinear::kPanel;
 // Every loop over a tile's rows, panels and vectors is unrolled completely, so that the compiler
 // keeps the accumulator arrays in registers. Without it GCC 12 left the AVX2 tile's epilogue loops
 // rolled, kept its [NP][MR][4] array in memory and stored all 12 accumulators to the stack on
-// every k step (12 stores per 12 FMAs): its 3-row tiles ran at ~25 % of the FMA peak.
+// every k step (12 stores per 12 FMAs): its 3-row tiles ran at half their speed (bench/linear).
 #define TRINITY_UNROLL _Pragma("GCC unroll 32")
 
 size_t elem_size(PackDType d) { return d == PackDType::kF32 ? 4 : 2; }
