@@ -28,6 +28,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 
 namespace trinity::server::http {
 
@@ -48,13 +49,6 @@ bool icontains(const std::string& hay, const char* needle) {
   std::string h = hay;
   for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return h.find(needle) != std::string::npos;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
-  return s.substr(b, e - b);
 }
 
 const char* reason(int status) {
