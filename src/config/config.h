@@ -136,6 +136,10 @@ struct InferenceModelConfig {
 struct ExplorerConfig {
   std::string name = "explorer";
   int64_t runner_per_model = 8;
+  // trinity extension: kernel threads of the explorer's engines while the trainer is busy too
+  // (`both` mode; the trainer gets the other cores). 0: half the cores; -1: no budget, each uses
+  // every core. Either one alone always uses every core (core/parallel.h).
+  int64_t threads = 0;
   double max_timeout = 1800;
   int64_t max_retry_times = 2;
   int64_t eval_interval = 100;  // rounded to a multiple of sync_interval (except bench/sft/dpo)

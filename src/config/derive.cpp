@@ -395,6 +395,9 @@ void derive_explorer(Ctx& c, const Tree& root, Parsed& p) {
   if (e.runner_per_model > kMaxRunners)
     bad(c, root, "explorer.runner_per_model",
         strcat(e.runner_per_model, " is above trinity's limit of ", kMaxRunners, " (each runner is a thread)"));
+  if (e.threads < -1)
+    bad(c, root, "explorer.threads",
+        strcat(e.threads, ": expected -1 (no budget), 0 (half the cores) or a thread count"));
   positive(c, root, "explorer.max_timeout", e.max_timeout);
   positive(c, root, "explorer.max_retry_times", static_cast<double>(e.max_retry_times), true);
   positive(c, root, "explorer.eval_interval", static_cast<double>(e.eval_interval));

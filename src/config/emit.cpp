@@ -362,6 +362,7 @@ std::string to_yaml(const Config& c) {
   e << Key << "explorer" << Value << BeginMap;
   kv(e, "name", x.name);
   kv(e, "runner_per_model", x.runner_per_model);
+  kv(e, "threads", x.threads);
   kv(e, "max_timeout", x.max_timeout);
   kv(e, "max_retry_times", x.max_retry_times);
   e << Key << "env_vars" << Value << BeginMap;

@@ -245,6 +245,7 @@ void parse_explorer(Ctx& c, const Tree* t, Parsed& p) {
   ExplorerConfig& e = p.cfg.explorer;
   s.str("name", e.name);
   s.i64("runner_per_model", e.runner_per_model);
+  s.i64("threads", e.threads);
   s.f64("max_timeout", e.max_timeout);
   s.i64("max_retry_times", e.max_retry_times);
   if (const Tree* ev = s.get("env_vars")) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -98,6 +99,9 @@ struct Engine::Impl {
   bool drained = false;     // the scheduler runs nothing, admits nothing and dropped its packed copy
   bool next_ready = false;  // next_model / next_packed are set
   std::mutex update_mu;     // one update_weights at a time
+  // The role of the thread that built the engine (the explorer's in `both` mode): the scheduler
+  // thread runs its kernels under that role's core budget (core/parallel.h).
+  Role role = thread_role();
   std::condition_variable swap_cv;
 
   // Scheduler-owned.
@@ -275,6 +279,7 @@ void Engine::update_weights(std::shared_ptr<const model::Transformer> model, int
   l.unlock();
   std::shared_ptr<const model::InferWeights> packed;
   try {
+    RoleBusy busy(im.role);
     packed = pack_for(*model, im.opts, reuse.get());  // in the caller's thread
     reuse.reset();
   } catch (...) {
@@ -766,18 +771,20 @@ void Engine::Impl::shutdown() {
 }
 
 void Engine::loop() {
-  // OpenMP's thread count is per thread: give the scheduler thread the process-wide setting.
-  set_num_threads(num_threads());
   auto& im = *impl_;
+  set_thread_role(im.role);      // also gives this thread OpenMP's count (a per-thread setting)
+  std::optional<RoleBusy> busy;  // while there is work: the other role runs on its share of the cores
   for (;;) {
     {
       std::unique_lock<std::mutex> l(im.mu);
-      im.cv.wait(l, [&] {
-        if (im.stop) return true;
+      const auto has_work = [&] {
         if (im.swap_pending) return !im.drained || im.next_ready;  // drained: sleep until the new copy is packed
         return !im.waiting.empty() || !im.running.empty() || !im.prefilling.empty();
-      });
+      };
+      if (!has_work()) busy.reset();
+      im.cv.wait(l, [&] { return im.stop || has_work(); });
       if (im.stop) break;
+      if (!busy) busy.emplace(im.role);
     }
     const bool hold_admission = im.swap_weights();
     im.expire();

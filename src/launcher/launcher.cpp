@@ -380,9 +380,37 @@ TrainLoopOptions loop_options(const config::Config& c) {
   return lo;
 }
 
+// `both` mode's core budget (core/parallel.h): the explorer's engines, built on this thread, and the
+// trainer thread each get their share of the cores while both are busy, all of them while alone.
+// Undone when the stage ends.
+class CoreShares {
+ public:
+  CoreShares(const config::Config& c, bool on) : on_(on && c.explorer.threads >= 0 && max_threads() > 1) {
+    if (!on_) return;
+    const int all = max_threads();
+    const int e =
+        c.explorer.threads > 0 ? static_cast<int>(std::min<int64_t>(c.explorer.threads, all)) : std::max(1, all / 2);
+    const int t = std::max(1, all - e);
+    set_role_threads(e, t);
+    set_thread_role(Role::kExplorer);
+    log::info("cores: explorer ", e, " + trainer ", t, " threads while both are busy, ", all,
+              " for either alone (explorer.threads)");
+  }
+  ~CoreShares() {
+    if (!on_) return;
+    set_role_threads(0, 0);
+    set_thread_role(Role::kNone);
+  }
+  CoreShares(const CoreShares&) = delete;
+  CoreShares& operator=(const CoreShares&) = delete;
+
+ private:
+  bool on_;
+};
 
 StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bool with_explorer, bool with_trainer) {
   StageSummary s;
+  const CoreShares shares(c, with_explorer && with_trainer);
   // Several explorer processes (issue 17): an explore-only process with its own explorer.name shares
   // the explore steps with the others through leases in the buffer's database.
   const bool shared_explorer = with_explorer && !with_trainer && c.explorer.name != "explorer";
@@ -457,7 +485,8 @@ StageSummary run_both(const config::Config& c, const std::atomic<bool>* stop, bo
   TrainLoopResult tres;
   std::thread trainer_thread;
   auto train = [&] {
-    set_num_threads(num_threads());  // OpenMP's count is per thread
+    // Its kernels run on the trainer's share of the cores while the explorer's engine is busy.
+    if (with_explorer) set_thread_role(Role::kTrainer);
     try {
       sync->set_state("trainer", sync::PeerState::kRunning);
       auto src = rl_source(c, storage.get(), sync.get(), stop, *ts.tr);

@@ -9,6 +9,7 @@
 #include "core/console.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/parallel.h"
 #include "core/timer.h"
 #include "launcher/dist_train.h"
 #include "monitor/monitor.h"
@@ -232,6 +233,7 @@ TrainLoopResult train_loop(trainer::PolicyTrainer& tr, BatchSource& src, const T
       break;
     }
     const double read_s = tr_read.seconds();
+    const RoleBusy busy(thread_role());  // until the next read: the explorer runs on its share meanwhile
     ++step;
     Timer t;
     // Experiences without a response token (a prompt that filled the context) carry nothing to

@@ -94,9 +94,11 @@ constexpr int kMinTile = 64;
 // parallel region). OpenBLAS's own threaded sgemm splits the work statically and its threads wait
 // for each other's packed panels in spin-yield loops, so one descheduled thread (another process
 // on the core) stalls the whole product; with dynamic tiles the running threads take its share.
+// The tiling follows max_threads(), not the threads this call runs on (fewer while another role is
+// busy, core/parallel.h), so the role budget never changes a product's bits.
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
           int ldb, float beta, float* c, int ldc) {
-  const int nt = num_threads();
+  const int nt = max_threads();
   const bool split_rows = m >= n;
   const int len = split_rows ? m : n;
   const double flops = 2.0 * m * n * static_cast<double>(k);

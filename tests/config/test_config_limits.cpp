@@ -169,6 +169,9 @@ TEST(ConfigLimits, RepeatAndRunnerCountsAreBounded) {
              {"buffer.explorer_input.eval_tasksets[0].repeat_times: must be in [1, 65536], got 1000000000"});
   expect_has(load_error(base_yaml(), {"explorer.runner_per_model=1000000"}),
              {"explorer.runner_per_model: 1000000 is above trinity's limit of 1024"});
+  expect_has(load_error(base_yaml(), {"explorer.threads=-2"}),
+             {"explorer.threads: -2: expected -1 (no budget), 0 (half the cores) or a thread count"});
+  EXPECT_EQ(load(base_yaml(), {"explorer.threads=-1"}).config.explorer.threads, -1);
 }
 
 TEST(ConfigLimits, NegativeTemperaturesAreErrorsTinyOnesAreGreedy) {

@@ -85,7 +85,7 @@ TEST(ConfigRoundTrip, NonDefaultValuesInEverySection) {
       "trainer: {save_interval: 5, grad_clip: 0.5, save_hf_checkpoint: always, max_checkpoints_to_keep: 2, "
       "use_dynamic_bsz: false, micro_batch_size: 3, total_steps: 40, share_prompt_prefix: false}\n"
       "monitor: {monitor_type: jsonl, detailed_stats: true}\n"
-      "explorer: {runner_per_model: 3, max_timeout: 60, max_retry_times: 1, eval_interval: 6, "
+      "explorer: {runner_per_model: 3, threads: 1, max_timeout: 60, max_retry_times: 1, eval_interval: 6, "
       "eval_on_startup: false, env_vars: {A: b}, dynamic_timeout: {enable: true, ratio: 2.5}}\n";
   const LoadResult r = testing::load(
       testing::base_yaml(extra), {"buffer.explorer_input.taskset.workflow_args={max_turns: 3, tag: 'x y', ids: [1, 2]}",
@@ -95,6 +95,7 @@ TEST(ConfigRoundTrip, NonDefaultValuesInEverySection) {
   // And the values really are non-default (the test is not comparing two defaults).
   EXPECT_EQ(r.config.synchronizer.sync_interval, 3);
   EXPECT_EQ(r.config.trainer.micro_batch_size, 3);
+  EXPECT_EQ(r.config.explorer.threads, 1);
   EXPECT_FALSE(r.config.trainer.share_prompt_prefix);
   EXPECT_EQ(r.config.explorer.env_vars.at("A"), "b");
   EXPECT_EQ(r.config.buffer.explorer_input.tasksets.at(0).rollout_args.n, 8);

@@ -83,15 +83,22 @@ TEST(LauncherModes, BothPpoTrainsTheCritic) {
 // synchronizer.sync_interval 2 / sync_offset 1 (trinity-rft.md §6.3): the explorer runs one step ahead;
 // sync points are explore steps 3 and 5, where it waits for the weights the data of steps 2 and 4 make
 // (versions 2 and 4). Steps 1-3 are explored with v0, 4-5 with v2, 6 with v4; the trainer publishes
-// at its steps 2, 4 and 6.
+// at its steps 2, 4 and 6. The two overlap, so they share the cores by the budget of explorer.threads
+// (3 threads here: explorer 1 + trainer 2 while both are busy).
 TEST(LauncherModes, BothSyncIntervalAndOffsetPipeline) {
   const std::string name = "both_offset";
   const std::string cfg = write_config(root(), name, base_yaml(root(), name));
-  const RunOut r = trinity({"run", "--config", cfg, "--set", "buffer.total_steps=6", "--set",
-                            "synchronizer.sync_interval=2", "--set", "synchronizer.sync_offset=1", "--set",
-                            "explorer.eval_on_startup=false", "--set", "explorer.eval_interval=100"},
-                           root() + "/" + name + ".log");
+  ::setenv("TRINITY_THREADS", "3", 1);  // inherited by the child; the tiny model would get 1 thread
+  const RunOut r =
+      trinity({"run", "--config", cfg, "--set", "buffer.total_steps=6", "--set", "synchronizer.sync_interval=2",
+               "--set", "synchronizer.sync_offset=1", "--set", "explorer.eval_on_startup=false", "--set",
+               "explorer.eval_interval=100", "--set", "explorer.threads=1"},
+              root() + "/" + name + ".log");
+  ::unsetenv("TRINITY_THREADS");
   ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("cores: explorer 1 + trainer 2 threads while both are busy, 3 for either alone"),
+            std::string::npos)
+      << r.out;
   const auto m = read_metrics(job_dir(root(), name));
   EXPECT_EQ(metric_steps(m, "explorer", "rollout/model_version"), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   EXPECT_EQ(metric_values(m, "explorer", "rollout/model_version"), (std::vector<double>{0, 0, 0, 2, 2, 4})) << r.out;

@@ -80,6 +80,28 @@ TEST(Kernels, GemmTilesMatchReferenceAndDoNotDependOnThreads) {
   set_num_threads(saved);
 }
 
+// The core budget per role (core/parallel.h) runs a product on fewer threads while the other role is
+// busy; the tiles stay those of the process-wide count, so the bits do not follow the budget.
+TEST(Kernels, GemmBitsDoNotFollowTheRoleBudget) {
+  const int saved = num_threads();
+  set_num_threads(3);
+  set_role_threads(1, 2);
+  set_thread_role(Role::kExplorer);
+  const int m = 301, n = 70, k = 200;
+  const auto a = randn(static_cast<size_t>(m * k), 4), b = randn(static_cast<size_t>(k * n), 5);
+  std::vector<float> alone(static_cast<size_t>(m * n)), shared(alone.size());
+  gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, alone.data(), n);
+  {
+    const RoleBusy trainer(Role::kTrainer);
+    ASSERT_EQ(num_threads(), 1);
+    gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, shared.data(), n);
+  }
+  EXPECT_EQ(shared, alone);
+  set_role_threads(0, 0);
+  set_thread_role(Role::kNone);
+  set_num_threads(saved);
+}
+
 // dweight sums fixed blocks of rows in block order: the same bits for any thread count.
 TEST(Kernels, RmsnormBackwardDweightDoesNotDependOnThreads) {
   const int saved = num_threads();
