@@ -6,8 +6,9 @@
 // Core budget per role: in `both` mode the explorer's engines and the trainer run their kernels side
 // by side in one process. A thread tagged with a role (set_thread_role) gets every core while the
 // other role is idle and its share of them (set_role_threads) while both are busy (RoleBusy marks
-// the work), so the two never run more threads than there are cores. Results do not depend on the
-// thread count (the reductions sum fixed blocks in block order), so the budget changes speed only.
+// the work), so the two never run more threads than there are cores. The budget changes speed
+// only: reductions sum fixed blocks in block order, and tensor::gemm tiles and threads OpenBLAS by
+// max_threads(), not by the share (test GemmBitsDoNotFollowTheRoleBudget).
 #pragma once
 
 #include <cstdint>

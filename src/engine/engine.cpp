@@ -279,7 +279,7 @@ void Engine::update_weights(std::shared_ptr<const model::Transformer> model, int
   l.unlock();
   std::shared_ptr<const model::InferWeights> packed;
   try {
-    RoleBusy busy(im.role);
+    const RoleBusy busy(thread_role());  // the caller's kernels: the other role runs on its share meanwhile
     packed = pack_for(*model, im.opts, reuse.get());  // in the caller's thread
     reuse.reset();
   } catch (...) {

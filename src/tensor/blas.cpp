@@ -95,7 +95,8 @@ constexpr int kMinTile = 64;
 // for each other's packed panels in spin-yield loops, so one descheduled thread (another process
 // on the core) stalls the whole product; with dynamic tiles the running threads take its share.
 // The tiling follows max_threads(), not the threads this call runs on (fewer while another role is
-// busy, core/parallel.h), so the role budget never changes a product's bits.
+// busy, core/parallel.h), and so does OpenBLAS's own threading of an untiled product (its threaded
+// and serial results differ in the last bits), so the role budget never changes a product's bits.
 void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
           int ldb, float beta, float* c, int ldc) {
   const int nt = max_threads();
@@ -103,7 +104,12 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const fl
   const int len = split_rows ? m : n;
   const double flops = 2.0 * m * n * static_cast<double>(k);
   if (nt <= 1 || omp_in_parallel() || len < 2 * kMinTile || flops < 4.0 * kParallelMinWork) {
+    // OpenBLAS's OpenMP build threads this call by the calling thread's OpenMP setting (inside our
+    // parallel regions it runs serially whatever that is).
+    const int run = omp_in_parallel() ? nt : omp_get_max_threads();
+    if (run != nt) omp_set_num_threads(nt);
     sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (run != nt) omp_set_num_threads(run);
     return;
   }
   // Tiles: 2 per thread when the side is long enough, each a multiple of 16 (the kernels' width).

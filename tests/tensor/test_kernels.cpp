@@ -81,22 +81,28 @@ TEST(Kernels, GemmTilesMatchReferenceAndDoNotDependOnThreads) {
 }
 
 // The core budget per role (core/parallel.h) runs a product on fewer threads while the other role is
-// busy; the tiles stay those of the process-wide count, so the bits do not follow the budget.
+// busy; the tiles stay those of the process-wide count, and a product too small to tile is one
+// OpenBLAS call threaded by that count too, so the bits do not follow the budget. Shapes: tiled
+// (301 x 70), untiled with both sides under 128 (100 x 100, k 999), a few rows (3 x 100, k 999).
 TEST(Kernels, GemmBitsDoNotFollowTheRoleBudget) {
   const int saved = num_threads();
   set_num_threads(3);
   set_role_threads(1, 2);
   set_thread_role(Role::kExplorer);
-  const int m = 301, n = 70, k = 200;
-  const auto a = randn(static_cast<size_t>(m * k), 4), b = randn(static_cast<size_t>(k * n), 5);
-  std::vector<float> alone(static_cast<size_t>(m * n)), shared(alone.size());
-  gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, alone.data(), n);
-  {
-    const RoleBusy trainer(Role::kTrainer);
-    ASSERT_EQ(num_threads(), 1);
-    gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, shared.data(), n);
+  const int shapes[][3] = {{301, 70, 200}, {100, 100, 999}, {3, 100, 999}};
+  for (const auto& sh : shapes) {
+    const int m = sh[0], n = sh[1], k = sh[2];
+    const auto a = randn(static_cast<size_t>(m * k), 4), b = randn(static_cast<size_t>(k * n), 5);
+    std::vector<float> alone(static_cast<size_t>(m * n)), shared(alone.size());
+    ASSERT_EQ(num_threads(), 3);  // as any kernel asks before a product
+    gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, alone.data(), n);
+    {
+      const RoleBusy trainer(Role::kTrainer);
+      ASSERT_EQ(num_threads(), 1);
+      gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, shared.data(), n);
+    }
+    EXPECT_EQ(shared, alone) << m << " x " << n << ", k " << k;
   }
-  EXPECT_EQ(shared, alone);
   set_role_threads(0, 0);
   set_thread_role(Role::kNone);
   set_num_threads(saved);
